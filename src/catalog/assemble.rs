@@ -1,0 +1,202 @@
+//! The last step of a build: final names, versions, one sorted catalog.
+//!
+//! Names must be unique across the whole catalog and deterministic:
+//! collisions inside a document get `_2`, `_3` in document order; names
+//! shared by several documents get `{namespace}_` in front. Only then can
+//! versions be computed, since the name is part of what an agent reads.
+
+use super::diagnostics::{Diagnostic, codes};
+use super::fingerprint::{CanonicalSink, VersionHasher, write_canonical_to, write_string};
+use super::naming;
+use super::openapi::{DocumentBuild, Draft, summary};
+use super::{Catalog, Tool};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+
+pub fn assemble(mut documents: Vec<DocumentBuild>, mut diagnostics: Vec<Diagnostic>) -> Catalog {
+    for document in &mut documents {
+        dedupe_within(document);
+    }
+    prefix_shared_names(&mut documents);
+    dedupe_across(&mut documents);
+    let summaries = documents.iter().map(summary).collect();
+    let mut tools = Vec::new();
+    for document in documents {
+        diagnostics.extend(document.diagnostics);
+        for draft in document.drafts {
+            tools.push(finish(draft, document.file.clone()));
+        }
+    }
+    Catalog::from_parts(tools, summaries, diagnostics)
+}
+
+fn rename(
+    document_file: &str,
+    draft: &mut Draft,
+    new_name: String,
+    why: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    diagnostics.push(Diagnostic::warning(
+        codes::NAME_COLLISION,
+        document_file,
+        &draft.pointer,
+        format!(
+            "tool name '{}' {why}; published as '{new_name}'",
+            draft.name
+        ),
+    ));
+    draft.name = new_name;
+}
+
+/// Inside one document, later tools get `_2`, `_3`, … in document order.
+fn dedupe_within(document: &mut DocumentBuild) {
+    let mut used: HashSet<String> = HashSet::new();
+    for i in 0..document.drafts.len() {
+        let name = document.drafts[i].name.clone();
+        if used.insert(name.clone()) {
+            continue;
+        }
+        let mut n = 2;
+        let mut candidate = naming::with_suffix(&name, n);
+        while used.contains(&candidate) || document.drafts.iter().any(|d| d.name == candidate) {
+            n += 1;
+            candidate = naming::with_suffix(&name, n);
+        }
+        used.insert(candidate.clone());
+        let file = document.file.clone();
+        rename(
+            &file,
+            &mut document.drafts[i],
+            candidate,
+            "is used earlier in this document",
+            &mut document.diagnostics,
+        );
+    }
+}
+
+/// Names that several documents publish get each document's namespace.
+fn prefix_shared_names(documents: &mut [DocumentBuild]) {
+    let mut owners: HashMap<String, usize> = HashMap::new();
+    for document in documents.iter() {
+        let names: HashSet<&str> = document.drafts.iter().map(|d| d.name.as_str()).collect();
+        for name in names {
+            *owners.entry(name.to_string()).or_default() += 1;
+        }
+    }
+    for document in documents.iter_mut() {
+        let prefix = document.namespace.clone();
+        let file = document.file.clone();
+        for draft in document.drafts.iter_mut() {
+            if owners.get(&draft.name).copied().unwrap_or(0) > 1 {
+                let new_name = naming::truncate_name(&format!("{prefix}_{}", draft.name));
+                rename(
+                    &file,
+                    draft,
+                    new_name,
+                    "is also used by another document",
+                    &mut document.diagnostics,
+                );
+            }
+        }
+    }
+}
+
+/// Whatever still clashes after prefixing (a document whose own tool is
+/// already called `ns_x`) gets a numeric suffix, first come first served
+/// in document path order.
+fn dedupe_across(documents: &mut [DocumentBuild]) {
+    let mut used: HashSet<String> = HashSet::new();
+    let all: HashSet<String> = documents
+        .iter()
+        .flat_map(|d| d.drafts.iter().map(|t| t.name.clone()))
+        .collect();
+    for document in documents.iter_mut() {
+        let file = document.file.clone();
+        for draft in document.drafts.iter_mut() {
+            if used.insert(draft.name.clone()) {
+                continue;
+            }
+            let mut n = 2;
+            let mut candidate = naming::with_suffix(&draft.name, n);
+            while used.contains(&candidate) || all.contains(&candidate) {
+                n += 1;
+                candidate = naming::with_suffix(&draft.name, n);
+            }
+            used.insert(candidate.clone());
+            rename(
+                &file,
+                draft,
+                candidate,
+                "is still used by another document",
+                &mut document.diagnostics,
+            );
+        }
+    }
+}
+
+fn finish(draft: Draft, document: std::sync::Arc<str>) -> Tool {
+    let version = version_of(&draft);
+    Tool {
+        name: draft.name,
+        description: draft.description,
+        input_schema: draft.input_schema,
+        output_schema: draft.output_schema,
+        annotations: draft.annotations,
+        version,
+        tags: draft.tags,
+        search_terms: draft.search_terms,
+        route: draft.route,
+        document,
+        revision: draft.revision,
+        policy: draft.policy,
+        operation: draft.operation,
+        fixed: draft.fixed,
+    }
+}
+
+/// SHA-256 over the canonical JSON of `{annotations?, description,
+/// inputSchema, name, outputSchema?, revision?}` (keys already in sorted
+/// order), streamed so large schemas are never rendered whole.
+fn version_of(draft: &Draft) -> String {
+    let mut hasher = VersionHasher::default();
+    let sink: &mut dyn CanonicalSink = &mut hasher;
+    sink.push("{");
+    if let Some(annotations) = &draft.annotations {
+        sink.push("\"annotations\":");
+        write_canonical_to(&Value::Object(annotations.clone()), sink);
+        sink.push(",");
+    }
+    sink.push("\"description\":");
+    write_string(&draft.description, sink);
+    sink.push(",\"inputSchema\":");
+    draft.input_schema.write_canonical(sink);
+    sink.push(",\"name\":");
+    write_string(&draft.name, sink);
+    if let Some(output) = &draft.output_schema {
+        sink.push(",\"outputSchema\":");
+        output.write_canonical(sink);
+    }
+    if let Some(revision) = draft.revision.and_then(|r| r.to_value()) {
+        sink.push(",\"revision\":");
+        write_canonical_to(&revision, sink);
+    }
+    sink.push("}");
+    hasher.finish()
+}
+
+/// The version object itself, for tests that recompute a version.
+pub fn version_source(tool: &Tool) -> Value {
+    let mut out = Map::new();
+    if let Some(Value::Object(definition)) = Some(tool.definition()) {
+        for (key, value) in definition {
+            if key != "version" {
+                out.insert(key, value);
+            }
+        }
+    }
+    if let Some(revision) = tool.revision.and_then(|r| r.to_value()) {
+        out.insert("revision".to_string(), revision);
+    }
+    Value::Object(out)
+}

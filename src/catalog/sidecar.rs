@@ -1,0 +1,270 @@
+//! The sidecar: a document's gateway configuration (`NAME.sezzlee.json|yaml`).
+//!
+//! It lets a catalog owner rename, describe, curate, hide and revise
+//! operations, and configure the backend, without editing the API document
+//! itself. A sidecar is all-or-nothing: any invalid value refuses the whole
+//! file with an error naming the key, so a typo can never half-apply.
+
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// A parsed, validated sidecar.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Sidecar {
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub backend: BackendConfig,
+    #[serde(default)]
+    pub revision: RevisionConfig,
+    /// Per operation, keyed `"METHOD /path"` as the document writes the path.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolConfig>,
+    /// Named visibility policies (see visibility).
+    #[serde(default)]
+    pub policies: BTreeMap<String, Policy>,
+    /// A policy applied to every operation of the document that names none.
+    pub visibility: Option<String>,
+}
+
+/// Where and how the document's backend is called.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BackendConfig {
+    pub base_url: Option<String>,
+    pub timeout_ms: Option<u64>,
+    /// Static headers added to every call; values may name environment
+    /// variables as `${NAME}`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Caller headers passed through; `["authorization"]` when absent.
+    pub forward_headers: Option<Vec<String>>,
+}
+
+/// Revision levels set by configuration; each wins over the document.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RevisionConfig {
+    pub catalog: Option<Level>,
+    #[serde(default)]
+    pub paths: BTreeMap<String, Level>,
+    #[serde(default)]
+    pub operations: BTreeMap<String, Level>,
+}
+
+/// A revision level: an integer of at least 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Level(pub u64);
+
+impl<'de> Deserialize<'de> for Level {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        match value.as_u64() {
+            Some(n) if n >= 1 => Ok(Level(n)),
+            _ => Err(serde::de::Error::custom(format!(
+                "a revision must be an integer of at least 1, found {value}"
+            ))),
+        }
+    }
+}
+
+/// Curation of one operation.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ToolConfig {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub search_terms: Vec<String>,
+    pub annotations: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub hidden: bool,
+    pub visibility: Option<String>,
+    #[serde(default)]
+    pub variants: Vec<VariantConfig>,
+}
+
+/// A narrower tool published for the same operation.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VariantConfig {
+    pub name: String,
+    pub description: Option<String>,
+    /// Arguments sent with these values and removed from the schema.
+    #[serde(default)]
+    pub fixed: Map<String, Value>,
+    /// Arguments removed from the schema and never sent.
+    #[serde(default)]
+    pub omit: Vec<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub search_terms: Vec<String>,
+    pub annotations: Option<Map<String, Value>>,
+    pub visibility: Option<String>,
+}
+
+/// Who may see the tools a policy is attached to: any listed scope or any
+/// listed role suffices.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Policy {
+    #[serde(default)]
+    pub any_scope: Vec<String>,
+    #[serde(default)]
+    pub any_role: Vec<String>,
+    /// Visible to everybody, anonymous callers included.
+    #[serde(default)]
+    pub public: bool,
+}
+
+/// A sidecar that was refused: the key at fault and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    pub pointer: String,
+    pub message: String,
+}
+
+impl Sidecar {
+    /// Validates a parsed sidecar file.
+    pub fn from_value(value: &Value) -> Result<Sidecar, ConfigError> {
+        let sidecar: Sidecar = serde_path_to_error::deserialize(value).map_err(|err| {
+            let pointer = path_to_pointer(&err.path().to_string());
+            ConfigError {
+                pointer,
+                message: err.inner().to_string(),
+            }
+        })?;
+        sidecar.check()?;
+        Ok(sidecar)
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        if let Some(namespace) = &self.namespace
+            && !super::naming::is_valid_name(namespace)
+        {
+            return Err(ConfigError {
+                pointer: "/namespace".to_string(),
+                message: format!("namespace '{namespace}' must use only [a-z0-9_]"),
+            });
+        }
+        for key in self.tools.keys().chain(self.revision.operations.keys()) {
+            if parse_operation_key(key).is_none() {
+                return Err(ConfigError {
+                    pointer: format!("/tools/{}", super::diagnostics::pointer_segment(key)),
+                    message: format!("'{key}' is not of the form \"METHOD /path\""),
+                });
+            }
+        }
+        let policies_used = self
+            .tools
+            .values()
+            .flat_map(|tool| {
+                tool.visibility
+                    .iter()
+                    .chain(tool.variants.iter().filter_map(|v| v.visibility.as_ref()))
+            })
+            .chain(self.visibility.iter());
+        for policy in policies_used {
+            if !self.policies.contains_key(policy) {
+                return Err(ConfigError {
+                    pointer: "/policies".to_string(),
+                    message: format!("visibility names policy '{policy}', which is not defined"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The configuration of one operation, if any.
+    pub fn tool(&self, method: &str, path: &str) -> Option<&ToolConfig> {
+        self.tools.iter().find_map(|(key, config)| {
+            let (m, p) = parse_operation_key(key)?;
+            (m.eq_ignore_ascii_case(method) && p == path).then_some(config)
+        })
+    }
+
+    /// The configured operation-level revision, if any.
+    pub fn operation_revision(&self, method: &str, path: &str) -> Option<Level> {
+        self.revision.operations.iter().find_map(|(key, level)| {
+            let (m, p) = parse_operation_key(key)?;
+            (m.eq_ignore_ascii_case(method) && p == path).then_some(*level)
+        })
+    }
+}
+
+/// `"GET /orders"` → (`GET`, `/orders`).
+pub fn parse_operation_key(key: &str) -> Option<(&str, &str)> {
+    let (method, path) = key.trim().split_once(' ')?;
+    let path = path.trim();
+    (!method.is_empty() && path.starts_with('/')).then_some((method, path))
+}
+
+/// serde_path_to_error writes `revision.paths./orders`; diagnostics use
+/// JSON pointers.
+fn path_to_pointer(path: &str) -> String {
+    if path == "." || path.is_empty() {
+        return String::new();
+    }
+    let mut pointer = String::new();
+    for segment in path.split('.') {
+        pointer.push('/');
+        pointer.push_str(&super::diagnostics::pointer_segment(segment));
+    }
+    pointer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_a_full_sidecar() {
+        let sidecar = Sidecar::from_value(&json!({
+            "namespace": "shop",
+            "backend": {"baseUrl": "http://127.0.0.1:9", "timeoutMs": 500, "headers": {"X-Key": "${KEY}"}},
+            "revision": {"catalog": 3, "paths": {"/orders": 5}, "operations": {"GET /orders": 6}},
+            "tools": {"GET /orders": {"name": "list_orders", "variants": [{"name": "list_open_orders", "fixed": {"status": "open"}}]}},
+            "policies": {"admins": {"anyScope": ["admin"]}}
+        }))
+        .unwrap();
+        assert_eq!(sidecar.revision.catalog, Some(Level(3)));
+        assert_eq!(sidecar.operation_revision("get", "/orders"), Some(Level(6)));
+        assert_eq!(sidecar.tool("GET", "/orders").unwrap().variants.len(), 1);
+    }
+
+    #[test]
+    fn revisions_below_one_are_refused_naming_the_key() {
+        for (doc, pointer) in [
+            (json!({"revision": {"catalog": 0}}), "/revision/catalog"),
+            (
+                json!({"revision": {"paths": {"/orders": -1}}}),
+                "/revision/paths/~1orders",
+            ),
+            (
+                json!({"revision": {"operations": {"GET /x": 1.5}}}),
+                "/revision/operations/GET ~1x",
+            ),
+            (json!({"revision": {"catalog": "2"}}), "/revision/catalog"),
+        ] {
+            let err = Sidecar::from_value(&doc).unwrap_err();
+            assert_eq!(err.pointer, pointer, "{doc}");
+            assert!(err.message.contains("at least 1"), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_undefined_policies_are_refused() {
+        let err = Sidecar::from_value(&json!({"tools": {"GET /x": {"nmae": "y"}}})).unwrap_err();
+        assert!(err.message.contains("nmae"), "{}", err.message);
+        let err = Sidecar::from_value(&json!({"tools": {"GET /x": {"visibility": "staff"}}}))
+            .unwrap_err();
+        assert!(err.message.contains("staff"));
+        let err = Sidecar::from_value(&json!({"tools": {"orders": {}}})).unwrap_err();
+        assert!(err.message.contains("METHOD /path"));
+    }
+}

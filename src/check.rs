@@ -1,0 +1,68 @@
+//! `sezzlee check`: what a catalog owner runs in CI before shipping a change.
+//!
+//! Builds the catalog exactly as the server would, prints every diagnostic
+//! (one line each, file and pointer first) and a summary, and exits 1 when
+//! any diagnostic is an error. `--emit` prints every tool definition as a
+//! JSON line so changes can be diffed.
+
+use crate::catalog::{Catalog, Tool};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Runs the command; the exit code is the verdict.
+pub fn run(dir: &Path, emit: bool) -> ExitCode {
+    let catalog = match Catalog::load_dir(dir) {
+        Ok(catalog) => catalog,
+        Err(err) => {
+            eprintln!("sezzlee check: cannot read {}: {err}", dir.display());
+            return ExitCode::from(2);
+        }
+    };
+    let mut diagnostics = catalog.diagnostics.clone();
+    diagnostics.sort_by(|a, b| (&a.file, &a.pointer).cmp(&(&b.file, &b.pointer)));
+    let stderr = std::io::stderr();
+    let mut report = stderr.lock();
+    for diagnostic in &diagnostics {
+        let _ = writeln!(report, "{diagnostic}");
+    }
+    if emit {
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        for tool in catalog.tools() {
+            if writeln!(out, "{}", emitted(tool)).is_err() {
+                return ExitCode::from(2);
+            }
+        }
+        if out.flush().is_err() {
+            return ExitCode::from(2);
+        }
+    }
+    let operations: usize = catalog.documents.iter().map(|d| d.operations).sum();
+    let _ = writeln!(
+        report,
+        "{} documents, {} operations, {} tools, {} errors, {} warnings",
+        catalog.documents.len(),
+        operations,
+        catalog.tools().len(),
+        catalog.errors(),
+        catalog.warnings()
+    );
+    if catalog.errors() > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The load_tool answer plus `tags`, `route` and `document`.
+pub fn emitted(tool: &Tool) -> Value {
+    let mut value = tool.definition();
+    if let Value::Object(map) = &mut value {
+        map.insert("tags".to_string(), json!(tool.tags));
+        map.insert("route".to_string(), json!(tool.route));
+        map.insert("document".to_string(), json!(&*tool.document));
+    }
+    value
+}
