@@ -1,7 +1,17 @@
 //! sezzlee: an MCP gateway that serves folders of API catalogs to agents as
 //! three tools (`search_tools`, `load_tool`, `invoke_tool`).
 //!
-//! The library holds every part; `main.rs` is only the command line.
+//! The library holds every part; `main.rs` is only the command line. See
+//! ARCHITECTURE.md for the map.
 
 pub mod catalog;
 pub mod check;
+pub mod demo;
+pub mod gateway;
+pub mod mcp;
+pub mod server;
+pub mod settings;
+pub mod status;
+pub mod store;
+pub mod tools;
+pub mod visibility;

@@ -1,7 +1,8 @@
 //! The `sezzlee` command line: argument parsing only; the work lives in the
 //! library.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use sezzlee::settings::{LogFormat, Overrides, Settings};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,6 +19,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve the catalogs folder over MCP (Streamable HTTP).
+    Serve(Box<ServeArgs>),
     /// Build the catalog once, print diagnostics and a summary; exit 1 on errors.
     Check {
         /// The catalogs folder.
@@ -29,9 +32,112 @@ enum Command {
     },
 }
 
+#[derive(Args)]
+struct ServeArgs {
+    /// The catalogs folder [default: ./catalogs].
+    #[arg(long, env = "SEZZLEE_CATALOGS")]
+    catalogs: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "SEZZLEE_LISTEN")]
+    listen: Option<String>,
+    /// Settings file [default: ./sezzlee.toml when present].
+    #[arg(long, env = "SEZZLEE_CONFIG")]
+    config: Option<PathBuf>,
+    /// MCP endpoint path [default: /mcp].
+    #[arg(long, env = "SEZZLEE_ENDPOINT")]
+    endpoint: Option<String>,
+    /// Allowed browser origins, comma separated [default: localhost origins].
+    #[arg(long, env = "SEZZLEE_ALLOWED_ORIGINS", value_delimiter = ',')]
+    allowed_origins: Option<Vec<String>>,
+    /// Largest request body in bytes [default: 4194304].
+    #[arg(long, env = "SEZZLEE_MAX_BODY_BYTES")]
+    max_body_bytes: Option<usize>,
+    /// Largest tool answer in characters [default: 60000].
+    #[arg(long, env = "SEZZLEE_RESPONSE_BUDGET")]
+    response_budget: Option<usize>,
+    /// Log format: text or json [default: text].
+    #[arg(long, env = "SEZZLEE_LOG_FORMAT")]
+    log_format: Option<String>,
+    /// Catalog watcher: events, poll or off [default: events].
+    #[arg(long, env = "SEZZLEE_WATCH")]
+    watch: Option<String>,
+    /// Debounce window of the watcher in milliseconds [default: 50].
+    #[arg(long, env = "SEZZLEE_DEBOUNCE_MS")]
+    debounce_ms: Option<u64>,
+    /// Polling interval in milliseconds for --watch poll [default: 2000].
+    #[arg(long, env = "SEZZLEE_POLL_INTERVAL_MS")]
+    poll_interval_ms: Option<u64>,
+    /// Keep-alive interval of listen streams in milliseconds [default: 15000].
+    #[arg(long, env = "SEZZLEE_KEEPALIVE_MS")]
+    keepalive_ms: Option<u64>,
+    /// Most listen streams open at once [default: 1024].
+    #[arg(long, env = "SEZZLEE_MAX_STREAMS")]
+    max_streams: Option<usize>,
+    /// Most listen streams per caller [default: 16].
+    #[arg(long, env = "SEZZLEE_MAX_STREAMS_PER_CALLER")]
+    max_streams_per_caller: Option<usize>,
+    /// Serve the built-in demo backend under /demo [default: true].
+    #[arg(long, env = "SEZZLEE_DEMO_BACKEND")]
+    demo_backend: Option<bool>,
+}
+
+impl ServeArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            catalogs: self.catalogs.clone(),
+            listen: self.listen.clone(),
+            endpoint: self.endpoint.clone(),
+            allowed_origins: self.allowed_origins.clone(),
+            max_body_bytes: self.max_body_bytes,
+            response_budget: self.response_budget,
+            log_format: self.log_format.clone(),
+            debounce_ms: self.debounce_ms,
+            watch: self.watch.clone(),
+            poll_interval_ms: self.poll_interval_ms,
+            keepalive_ms: self.keepalive_ms,
+            max_streams: self.max_streams,
+            max_streams_per_caller: self.max_streams_per_caller,
+            demo_backend: self.demo_backend,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check { dir, emit } => sezzlee::check::run(&dir, emit),
+        Command::Serve(args) => {
+            let settings = match Settings::resolve(&args.overrides(), args.config.as_deref()) {
+                Ok(settings) => settings,
+                Err(err) => {
+                    eprintln!("sezzlee serve: {err}");
+                    return ExitCode::from(2);
+                }
+            };
+            init_logging(settings.log_format);
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(err) => {
+                    eprintln!("sezzlee serve: cannot start the runtime: {err}");
+                    return ExitCode::from(2);
+                }
+            };
+            runtime.block_on(sezzlee::server::run(settings))
+        }
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
     }
 }

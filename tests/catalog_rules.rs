@@ -673,7 +673,8 @@ fn raising_a_container_changes_only_its_operations() {
 #[test]
 fn a_change_an_agent_can_read_changes_only_that_version() {
     let before = build(&[("orders.json", orders_doc())]);
-    let edits: Vec<Box<dyn Fn(&mut Value)>> = vec![
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<Edit> = vec![
         Box::new(|d| d["paths"]["/customers"]["get"]["summary"] = json!("Lists all customers.")),
         Box::new(|d| {
             d["paths"]["/customers"]["get"]["parameters"] =

@@ -15,6 +15,7 @@ mod output;
 pub mod refs;
 pub mod revision;
 pub mod schema;
+pub mod search;
 pub mod sidecar;
 pub mod source;
 mod variants;
@@ -156,10 +157,11 @@ pub struct DocumentSummary {
 }
 
 /// An immutable, fully built catalog.
-#[derive(Debug, Default)]
 pub struct Catalog {
     /// Sorted by name.
     tools: Vec<Tool>,
+    /// The search index over `tools`, built once per catalog.
+    index: search::SearchIndex,
     by_name: HashMap<String, usize>,
     pub documents: Vec<DocumentSummary>,
     pub diagnostics: Vec<Diagnostic>,
@@ -187,8 +189,23 @@ impl Catalog {
             .enumerate()
             .map(|(i, tool)| (tool.name.clone(), i))
             .collect();
+        let index = search::SearchIndex::build(tools.iter().map(|tool| {
+            search::SearchFields {
+                name: &tool.name,
+                description: &tool.description,
+                search_terms: &tool.search_terms,
+                route: &tool.route,
+                argument_names: tool
+                    .input_schema
+                    .properties()
+                    .map(|props| props.keys().map(String::as_str).collect())
+                    .unwrap_or_default(),
+                tags: &tool.tags,
+            }
+        }));
         Catalog {
             tools,
+            index,
             by_name,
             documents,
             diagnostics,
@@ -198,6 +215,11 @@ impl Catalog {
     /// All tools, sorted by name.
     pub fn tools(&self) -> &[Tool] {
         &self.tools
+    }
+
+    /// The search index; document `i` is `tools()[i]`.
+    pub fn search_index(&self) -> &search::SearchIndex {
+        &self.index
     }
 
     pub fn tool(&self, name: &str) -> Option<&Tool> {

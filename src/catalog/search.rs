@@ -1,0 +1,1210 @@
+//! The search index behind `search_tools`.
+//!
+//! An agent finds an operation by describing it in a few words, so every
+//! tool's text is indexed once, when the catalog is built, and queries are
+//! answered from that inverted index without reading tool text again.
+//!
+//! # Words
+//! Text is split into tokens on anything that is not a letter or digit and at
+//! camelCase and snake_case boundaries (`listOpenOrders`, `list_open_orders`
+//! and `GET /orders/{orderId}` all give plain words), then *folded* ([`fold`]:
+//! Unicode NFKD, combining marks removed, lowercased). A query is split the
+//! same way into keywords; duplicates collapse and only the first
+//! [`MAX_KEYWORDS`] distinct ones are used.
+//!
+//! # Matching
+//! A keyword matches a token when
+//! - both have the same singular form ([`singular`]: `policies` ~ `policy`,
+//!   and of course `order` ~ `order`): a **whole-token** match;
+//! - the token starts with the keyword (`ord` → `orders`): a **prefix**
+//!   match, worth [`PREFIX`] of a whole one (keywords of one character match
+//!   whole tokens only);
+//! - the token is a listed synonym of the keyword ([`SYNONYMS`]: verbs and
+//!   their HTTP method, `remove` → `delete`, `add` → `post`, so the route's
+//!   method is found too; common abbreviations, `repository` → `repo`): a
+//!   **synonym** match, worth [`SYNONYM`]. It counts as a matched keyword,
+//!   but the keyword's IDF comes from its literal matches.
+//!
+//! A few English function words ([`STOPWORDS`]: `a`, `the`, `of`, …) match
+//! whole tokens only and do not count as matched keywords unless the query
+//! has nothing else.
+//!
+//! # Ranking
+//! Keywords rank, they never filter. Tools are ordered by
+//! 1. the number of distinct keywords they match, more first;
+//! 2. a BM25F score: for each keyword, the tool's matches are weighted by
+//!    field ([`FIELD_WEIGHT`]: name and searchTerms above tags and route,
+//!    above argument names, above the description) and by match kind,
+//!    normalised by the field's length ([`FIELD_B`]), saturated ([`K1`]) and
+//!    multiplied by the keyword's inverse document frequency, so words that
+//!    most tools share (`list`, `get`) weigh little. The first words of the
+//!    description (its summary, usually) weigh a little more than the rest.
+//!    Outside the description a word counts once per field: in
+//!    `users_user_list_users` the repeats are structure, not emphasis;
+//! 3. the tool's name (documents come in name order, so their index).
+//!
+//! Tools that match nothing follow by name; an empty query lists everything
+//! by name. The ranking uses no hashing order, clock or randomness, so the
+//! same catalog and query always give the same answer.
+//!
+//! # Cost
+//! Tokens are grouped by singular form, and each group has a posting list:
+//! the tools containing it, with their precomputed BM25F weight. The token
+//! dictionary is sorted, so a prefix is a binary search. A query reads only
+//! the posting lists of the groups it matches into per-thread scratch
+//! memory (reused, and cleaned by what was touched), keeps the best `limit`
+//! in a bounded heap (asking `include` only about tools that would enter
+//! it), and fills up with unmatched tools in index order: no step reads or
+//! sorts every tool. On the Microsoft Graph catalog (11,422 tools) a query
+//! takes some tens of microseconds.
+
+use std::cell::RefCell;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::collections::HashMap;
+use std::collections::HashSet;
+use std::ops::Range;
+
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
+
+/// Keywords beyond this many distinct ones are ignored, which bounds the cost
+/// of a query whatever its length.
+pub const MAX_KEYWORDS: usize = 32;
+
+/// Text of one tool as search sees it. Documents are passed in name order
+/// (ascending), so a document's index is also its rank among ties/unmatched.
+pub struct SearchFields<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    pub search_terms: &'a [String],
+    /// `METHOD /path`, e.g. `GET /orders/{id}`.
+    pub route: &'a str,
+    pub argument_names: Vec<&'a str>,
+    pub tags: &'a [String],
+}
+
+/// The searchable fields, in the order of [`FIELD_WEIGHT`] and [`FIELD_B`].
+/// The description is two fields: its first [`LEAD_TOKENS`] tokens (the
+/// lead, usually the summary) and the rest.
+const FIELDS: usize = 7;
+const NAME: usize = 0;
+const SEARCH_TERMS: usize = 1;
+const TAGS: usize = 2;
+const ROUTE: usize = 3;
+const ARGUMENTS: usize = 4;
+const LEAD: usize = 5;
+const DESCRIPTION: usize = 6;
+
+/// How much a match in each field weighs (BM25F field boost).
+const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 3.0, 1.5, 1.5, 1.0, 0.9, 0.6];
+/// BM25 length normalisation per field (0: none, 1: full). Names are
+/// normalised most: `create_gist` is more about gists than
+/// `gists_create_comment_reaction`.
+const FIELD_B: [f32; FIELDS] = [0.9, 0.5, 0.3, 0.3, 0.3, 0.5, 0.75];
+/// How many tokens of the description make its lead.
+const LEAD_TOKENS: usize = 10;
+/// BM25 term-frequency saturation.
+const K1: f32 = 1.2;
+
+/// Weight of a whole-token match (same word, or same singular form).
+const WHOLE: f32 = 1.0;
+/// Weight of a match where the token only starts with the keyword.
+const PREFIX: f32 = 0.4;
+/// Weight of a match through [`SYNONYMS`].
+const SYNONYM: f32 = 0.3;
+
+/// Function words that say nothing about an operation. Sorted.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "by", "do", "does", "for",
+    "from", "how", "i", "in", "into", "is", "it", "its", "my", "of", "on", "or", "our", "some",
+    "that", "the", "their", "these", "this", "those", "to", "via", "we", "what", "which", "with",
+    "you", "your",
+];
+
+/// Words that ask for the same thing, compared by singular form: per entry,
+/// the words searched for, then other words that only ask for them. A
+/// keyword in either list also matches the searched words other than
+/// itself, weakly (see [`SYNONYM`]). The verb entries include the HTTP
+/// methods, so, the route being searched, `remove` finds `DELETE /pets/{id}`.
+const SYNONYMS: &[(&[&str], &[&str])] = &[
+    (
+        &["get", "list"],
+        &["read", "fetch", "retrieve", "show", "view", "find"],
+    ),
+    (
+        &["post", "create", "add"],
+        &["new", "register", "make", "insert"],
+    ),
+    (&["delete", "remove"], &["destroy", "erase", "unregister"]),
+    (
+        &["put", "patch", "update"],
+        &["edit", "modify", "change", "replace"],
+    ),
+    // Abbreviations common in API names and paths.
+    (&["administrator", "admin"], &[]),
+    (&["application", "app"], &[]),
+    (&["attribute", "attr"], &[]),
+    (&["authentication", "auth"], &[]),
+    (&["authorization", "auth"], &[]),
+    (&["certificate", "cert"], &[]),
+    (&["configuration", "config"], &[]),
+    (&["database", "db"], &[]),
+    (&["directory", "dir"], &[]),
+    (&["document", "doc"], &[]),
+    (&["environment", "env"], &[]),
+    (&["image", "img"], &[]),
+    (&["information", "info"], &[]),
+    (&["message", "msg"], &[]),
+    (&["organization", "org"], &[]),
+    (&["parameter", "param"], &[]),
+    (&["permission", "perm"], &[]),
+    (&["preference", "pref"], &[]),
+    (&["reference", "ref"], &[]),
+    (&["repository", "repo"], &[]),
+    (&["specification", "spec"], &[]),
+    (&["statistic", "stat"], &[]),
+];
+
+/// Plurals that the suffix rules get wrong, with their singular.
+const IRREGULAR: &[(&str, &str)] = &[
+    ("analyses", "analysis"),
+    ("children", "child"),
+    ("criteria", "criterion"),
+    ("indices", "index"),
+    ("matrices", "matrix"),
+    ("men", "man"),
+    ("people", "person"),
+    ("vertices", "vertex"),
+    ("women", "woman"),
+];
+
+/// Singular words ending in `s` that the suffix rules would otherwise cut.
+const INVARIANT: &[&str] = &[
+    "alias", "always", "atlas", "bias", "canvas", "gas", "has", "news", "series", "species",
+    "this", "was", "yes",
+];
+
+/// One posting: a tool containing a word group, with the group's BM25F
+/// pseudo-frequency there (field-weighted, length-normalised).
+#[derive(Clone, Copy, Debug)]
+struct Posting {
+    doc: u32,
+    weight: f32,
+}
+
+/// An inverted index over the tools of a catalog. Immutable once built, so
+/// it is `Send + Sync` and any number of queries may run on it at once.
+#[derive(Debug)]
+pub struct SearchIndex {
+    doc_count: usize,
+    /// Distinct tokens, sorted.
+    terms: Vec<Box<str>>,
+    /// The group (singular form) of each token.
+    term_group: Vec<u32>,
+    /// Group id of each singular form.
+    groups: HashMap<Box<str>, u32>,
+    /// `postings[posting_start[g]..posting_start[g + 1]]` are group `g`'s,
+    /// in tool order.
+    posting_start: Vec<u32>,
+    postings: Vec<Posting>,
+}
+
+impl SearchIndex {
+    /// Indexes `docs`; a document's position is its id and its rank among
+    /// ties, so pass them in name order.
+    pub fn build<'a>(docs: impl IntoIterator<Item = SearchFields<'a>>) -> SearchIndex {
+        let mut builder = Builder::default();
+        for doc in docs {
+            builder.add(&doc);
+        }
+        builder.finish()
+    }
+
+    /// Number of tools indexed.
+    pub fn len(&self) -> usize {
+        self.doc_count
+    }
+
+    /// Whether no tool is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.doc_count == 0
+    }
+
+    /// Indices of at most `limit` documents for which `include(i)` is true,
+    /// best first, per the ranking rules above.
+    pub fn top(&self, query: &str, limit: usize, include: impl Fn(usize) -> bool) -> Vec<usize> {
+        if limit == 0 || self.doc_count == 0 {
+            return Vec::new();
+        }
+        let words = capped_keywords(query, MAX_KEYWORDS);
+        with_scratch(self.doc_count, |scratch| {
+            self.score_query(&words, scratch);
+            let mut result = best_matched(scratch, limit, &include);
+            self.fill_unmatched(scratch, limit, &include, &mut result);
+            result
+        })
+    }
+
+    fn score_query(&self, words: &[String], scratch: &mut Scratch) {
+        let only_stopwords = words.iter().all(|w| is_stopword(w));
+        for word in words {
+            if is_stopword(word) {
+                self.score_stopword(word, only_stopwords, scratch);
+            } else {
+                self.score_keyword(word, scratch);
+            }
+        }
+    }
+
+    /// A stopword matches whole tokens only, and counts as a matched keyword
+    /// only when the query has nothing else.
+    fn score_stopword(&self, word: &str, counts: bool, scratch: &mut Scratch) {
+        if let Some(group) = self.group_of(word) {
+            self.accumulate(group, WHOLE, scratch);
+        }
+        let literal = scratch.touched.len();
+        scratch.settle(self.doc_count, literal, counts);
+    }
+
+    /// Adds one keyword's matches (whole, prefix, synonym) to the scores.
+    fn score_keyword(&self, word: &str, scratch: &mut Scratch) {
+        let own = self.group_of(word);
+        let mut used: Vec<u32> = own.into_iter().collect();
+        if let Some(group) = own {
+            self.accumulate(group, WHOLE, scratch);
+        }
+        if word.chars().nth(1).is_some() {
+            for group in self.prefix_groups(word, &used) {
+                self.accumulate(group, PREFIX, scratch);
+                used.push(group);
+            }
+        }
+        let literal = scratch.touched.len();
+        for group in self.synonym_groups(word, &used) {
+            self.accumulate(group, SYNONYM, scratch);
+        }
+        scratch.settle(self.doc_count, literal, true);
+    }
+
+    /// The group of tokens with the same singular form as `word`.
+    fn group_of(&self, word: &str) -> Option<u32> {
+        self.groups.get(singular(word).as_str()).copied()
+    }
+
+    /// Groups of the tokens starting with `word`, except those in `used`,
+    /// each once, in dictionary order of their first token.
+    fn prefix_groups(&self, word: &str, used: &[u32]) -> Vec<u32> {
+        let mut seen = HashSet::new();
+        self.prefix_range(word)
+            .filter_map(|term| self.term_group.get(term).copied())
+            .filter(|group| !used.contains(group) && seen.insert(*group))
+            .collect()
+    }
+
+    /// Groups of the other words in `word`'s synonym group, except `used`.
+    fn synonym_groups(&self, word: &str, used: &[u32]) -> Vec<u32> {
+        let form = singular(word);
+        let form = form.as_str();
+        let mut groups: Vec<u32> = Vec::new();
+        let kinds = SYNONYMS
+            .iter()
+            .filter(|(searched, asking)| searched.contains(&form) || asking.contains(&form));
+        let synonyms = kinds.flat_map(|(searched, _)| searched.iter());
+        for synonym in synonyms.filter(|s| **s != form) {
+            if let Some(group) = self.group_of(synonym)
+                && !used.contains(&group)
+                && !groups.contains(&group)
+            {
+                groups.push(group);
+            }
+        }
+        groups
+    }
+
+    fn accumulate(&self, group: u32, quality: f32, scratch: &mut Scratch) {
+        for posting in self.group_postings(group) {
+            scratch.add(posting.doc as usize, quality * posting.weight);
+        }
+    }
+
+    /// Appends unmatched tools, in index (name) order, up to `limit`.
+    fn fill_unmatched(
+        &self,
+        scratch: &Scratch,
+        limit: usize,
+        include: &impl Fn(usize) -> bool,
+        result: &mut Vec<usize>,
+    ) {
+        let mut doc = 0;
+        while result.len() < limit && doc < self.doc_count {
+            if !scratch.is_matched(doc) && include(doc) {
+                result.push(doc);
+            }
+            doc += 1;
+        }
+    }
+
+    /// Tokens starting with `word`: contiguous in the sorted dictionary.
+    fn prefix_range(&self, word: &str) -> Range<usize> {
+        let start = self.terms.partition_point(|t| &**t < word);
+        let len = self.terms[start..].partition_point(|t| t.starts_with(word));
+        start..start + len
+    }
+
+    fn group_postings(&self, group: u32) -> &[Posting] {
+        let group = group as usize;
+        let (Some(&start), Some(&end)) = (
+            self.posting_start.get(group),
+            self.posting_start.get(group + 1),
+        ) else {
+            return &[];
+        };
+        self.postings
+            .get(start as usize..end as usize)
+            .unwrap_or(&[])
+    }
+}
+
+/// The best `limit` matched tools that `include` accepts, best first: one
+/// pass over the matched tools keeping the best so far in a heap, so
+/// `include` is asked only about tools that would enter it.
+fn best_matched(scratch: &Scratch, limit: usize, include: &impl Fn(usize) -> bool) -> Vec<usize> {
+    let mut best: BinaryHeap<Candidate> = BinaryHeap::with_capacity(limit.min(1024) + 1);
+    for &doc in &scratch.matched {
+        let state = &scratch.docs[doc as usize];
+        let candidate = Candidate {
+            doc,
+            count: state.count,
+            score: state.score,
+        };
+        let enters = best.len() < limit || best.peek().is_some_and(|worst| candidate < *worst);
+        if enters && include(doc as usize) {
+            best.push(candidate);
+            if best.len() > limit {
+                best.pop();
+            }
+        }
+    }
+    best.into_sorted_vec()
+        .into_iter()
+        .map(|c| c.doc as usize)
+        .collect()
+}
+
+/// A matched tool while selecting the best ones. Ordered best first: more
+/// keywords, then higher score, then lower index (name order).
+#[derive(Clone, Copy)]
+struct Candidate {
+    doc: u32,
+    count: u8,
+    score: f32,
+}
+
+impl Ord for Candidate {
+    fn cmp(&self, other: &Candidate) -> Ordering {
+        other
+            .count
+            .cmp(&self.count)
+            .then_with(|| other.score.total_cmp(&self.score))
+            .then_with(|| self.doc.cmp(&other.doc))
+    }
+}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Candidate) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Candidate) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Candidate {}
+
+thread_local! {
+    /// Each thread's query working memory, reused so that a query costs
+    /// what it matches rather than the size of the catalog.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Runs `f` with this thread's scratch, sized to `docs` and clean; with a
+/// fresh one when it is busy (a re-entrant call from `include`).
+fn with_scratch<R>(docs: usize, f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => scratch.run(docs, f),
+        Err(_) => Scratch::default().run(docs, f),
+    })
+}
+
+/// One tool's state during a query.
+#[derive(Clone, Copy, Default)]
+struct DocState {
+    /// Total score so far; zero when unmatched.
+    score: f32,
+    /// The current keyword's weighted frequency.
+    frequency: f32,
+    /// Distinct keywords matched.
+    count: u8,
+}
+
+/// Per-query working memory. Between queries every [`DocState`] is zero; a
+/// query cleans up only what it touched.
+#[derive(Default)]
+struct Scratch {
+    docs: Vec<DocState>,
+    /// Tools with a non-zero score, in the order first matched.
+    matched: Vec<u32>,
+    /// Tools the current keyword touched, in the order first touched.
+    touched: Vec<u32>,
+    /// Set while a query runs: still set when the next one starts means the
+    /// last was interrupted (a panic in `include`), so all is cleared.
+    busy: bool,
+}
+
+impl Scratch {
+    fn run<R>(&mut self, docs: usize, f: impl FnOnce(&mut Scratch) -> R) -> R {
+        if self.busy || self.docs.len() != docs {
+            self.docs = vec![DocState::default(); docs];
+            self.matched.clear();
+            self.touched.clear();
+        }
+        self.busy = true;
+        let result = f(self);
+        for &doc in &self.matched {
+            self.docs[doc as usize] = DocState::default();
+        }
+        self.matched.clear();
+        self.busy = false;
+        result
+    }
+
+    fn add(&mut self, doc: usize, weight: f32) {
+        let Some(state) = self.docs.get_mut(doc) else {
+            return;
+        };
+        if state.frequency == 0.0 {
+            self.touched.push(doc as u32);
+        }
+        state.frequency += weight;
+    }
+
+    /// Turns the current keyword's frequencies into scores. The first
+    /// `literal` touched tools matched the word itself (whole or prefix), the
+    /// rest only a synonym; the IDF comes from the literal matches when
+    /// there are any. `counts`: whether a match adds to the keyword count.
+    fn settle(&mut self, docs: usize, literal: usize, counts: bool) {
+        let df = if literal > 0 {
+            literal
+        } else {
+            self.touched.len()
+        };
+        let idf = idf(docs, df);
+        for &doc in &self.touched {
+            let state = &mut self.docs[doc as usize];
+            let tf = std::mem::take(&mut state.frequency);
+            if state.score == 0.0 {
+                self.matched.push(doc);
+            }
+            state.score += idf * tf * (K1 + 1.0) / (tf + K1);
+            if counts {
+                state.count = state.count.saturating_add(1);
+            }
+        }
+        self.touched.clear();
+    }
+
+    fn is_matched(&self, doc: usize) -> bool {
+        self.docs.get(doc).is_some_and(|s| s.score > 0.0)
+    }
+}
+
+/// BM25 inverse document frequency; always positive.
+fn idf(docs: usize, df: usize) -> f32 {
+    let n = docs as f32;
+    let df = (df as f32).min(n);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// Collects tools, then lays out the index.
+#[derive(Default)]
+struct Builder {
+    term_ids: HashMap<String, u32>,
+    /// (term, doc, frequency per field), in doc order.
+    occurrences: Vec<(u32, u32, [u16; FIELDS])>,
+    /// Token count per field, per doc.
+    lengths: Vec<[u32; FIELDS]>,
+}
+
+impl Builder {
+    fn add(&mut self, doc: &SearchFields<'_>) {
+        let id = self.lengths.len() as u32;
+        let fields = field_tokens(doc);
+        let mut frequencies: HashMap<u32, [u16; FIELDS]> = HashMap::new();
+        let mut lengths = [0u32; FIELDS];
+        for (field, words) in fields.iter().enumerate() {
+            lengths[field] = words.len() as u32;
+            for word in words {
+                let term = self.term_id(word);
+                let slot = frequencies.entry(term).or_insert([0; FIELDS]);
+                slot[field] = slot[field].saturating_add(1);
+            }
+        }
+        let entries = frequencies.into_iter().map(|(term, f)| (term, id, f));
+        self.occurrences.extend(entries);
+        self.lengths.push(lengths);
+    }
+
+    fn term_id(&mut self, word: &str) -> u32 {
+        if let Some(&id) = self.term_ids.get(word) {
+            return id;
+        }
+        let id = self.term_ids.len() as u32;
+        self.term_ids.insert(word.to_string(), id);
+        id
+    }
+
+    fn finish(self) -> SearchIndex {
+        let doc_count = self.lengths.len();
+        let (terms, remap) = sorted_terms(self.term_ids);
+        let (term_group, groups) = singular_groups(&terms);
+        let mut occurrences: Vec<(u32, u32, [u16; FIELDS])> = self
+            .occurrences
+            .into_iter()
+            .map(|(term, doc, f)| (term_group[remap[term as usize] as usize], doc, f))
+            .collect();
+        occurrences.sort_unstable_by_key(|&(group, doc, _)| (group, doc));
+        let merged = merge_occurrences(occurrences);
+
+        let average = average_lengths(&self.lengths);
+        let mut posting_start = Vec::with_capacity(groups.len() + 1);
+        let mut postings = Vec::with_capacity(merged.len());
+        for (group, doc, frequency) in merged {
+            while posting_start.len() <= group as usize {
+                posting_start.push(postings.len() as u32);
+            }
+            let lengths = &self.lengths[doc as usize];
+            let weight = (0..FIELDS)
+                .map(|f| field_weight(f, frequency[f], lengths[f], average[f]))
+                .sum();
+            postings.push(Posting { doc, weight });
+        }
+        while posting_start.len() <= groups.len() {
+            posting_start.push(postings.len() as u32);
+        }
+        SearchIndex {
+            doc_count,
+            terms,
+            term_group,
+            groups,
+            posting_start,
+            postings,
+        }
+    }
+}
+
+/// A tool's tokens per field.
+fn field_tokens(doc: &SearchFields<'_>) -> [Vec<String>; FIELDS] {
+    let mut fields: [Vec<String>; FIELDS] = Default::default();
+    fields[NAME] = tokens(doc.name);
+    fields[SEARCH_TERMS] = doc.search_terms.iter().flat_map(|s| tokens(s)).collect();
+    fields[TAGS] = doc.tags.iter().flat_map(|s| tokens(s)).collect();
+    fields[ROUTE] = tokens(doc.route);
+    fields[ARGUMENTS] = doc.argument_names.iter().flat_map(|s| tokens(s)).collect();
+    let mut description = tokens(doc.description);
+    let rest = description.split_off(description.len().min(LEAD_TOKENS));
+    fields[LEAD] = description;
+    fields[DESCRIPTION] = rest;
+    fields
+}
+
+/// Sums the frequencies of entries with the same (group, doc); `sorted` is
+/// ordered by (group, doc).
+fn merge_occurrences(sorted: Vec<(u32, u32, [u16; FIELDS])>) -> Vec<(u32, u32, [u16; FIELDS])> {
+    let mut merged: Vec<(u32, u32, [u16; FIELDS])> = Vec::with_capacity(sorted.len());
+    for (group, doc, frequency) in sorted {
+        match merged.last_mut() {
+            Some(last) if last.0 == group && last.1 == doc => {
+                for (total, more) in last.2.iter_mut().zip(frequency) {
+                    *total = total.saturating_add(more);
+                }
+            }
+            _ => merged.push((group, doc, frequency)),
+        }
+    }
+    merged
+}
+
+/// The dictionary in sorted order, and provisional id → sorted id.
+fn sorted_terms(term_ids: HashMap<String, u32>) -> (Vec<Box<str>>, Vec<u32>) {
+    let mut entries: Vec<(String, u32)> = term_ids.into_iter().collect();
+    entries.sort_unstable();
+    let mut remap = vec![0u32; entries.len()];
+    let mut terms = Vec::with_capacity(entries.len());
+    for (sorted, (term, provisional)) in entries.into_iter().enumerate() {
+        remap[provisional as usize] = sorted as u32;
+        terms.push(term.into_boxed_str());
+    }
+    (terms, remap)
+}
+
+/// Groups sorted terms by singular form: the group of each term, and the
+/// group id of each form. Ids follow dictionary order, so are deterministic.
+fn singular_groups(terms: &[Box<str>]) -> (Vec<u32>, HashMap<Box<str>, u32>) {
+    let mut groups: HashMap<Box<str>, u32> = HashMap::new();
+    let term_group = terms
+        .iter()
+        .map(|term| {
+            let next = groups.len() as u32;
+            *groups
+                .entry(singular(term).into_boxed_str())
+                .or_insert(next)
+        })
+        .collect();
+    (term_group, groups)
+}
+
+/// Mean token count of each field over all tools (at least 1).
+fn average_lengths(lengths: &[[u32; FIELDS]]) -> [f32; FIELDS] {
+    let mut total = [0f64; FIELDS];
+    for doc in lengths {
+        for (sum, length) in total.iter_mut().zip(doc) {
+            *sum += f64::from(*length);
+        }
+    }
+    let n = lengths.len().max(1) as f64;
+    total.map(|t| ((t / n) as f32).max(1.0))
+}
+
+/// A word group's BM25F pseudo-frequency in one field of a tool: weighted
+/// and normalised by the field's length. Repeats count only in the
+/// description; elsewhere they are structure, not emphasis.
+fn field_weight(field: usize, frequency: u16, length: u32, average: f32) -> f32 {
+    if frequency == 0 {
+        return 0.0;
+    }
+    let count = if field == DESCRIPTION { frequency } else { 1 };
+    let norm = 1.0 - FIELD_B[field] + FIELD_B[field] * length as f32 / average;
+    FIELD_WEIGHT[field] * f32::from(count) / norm
+}
+
+fn is_stopword(word: &str) -> bool {
+    STOPWORDS.binary_search(&word).is_ok()
+}
+
+/// NFKD, combining marks removed, lowercase. Also used for whole-tag
+/// filtering.
+pub fn fold(text: &str) -> String {
+    if text.is_ascii() {
+        return text.to_ascii_lowercase();
+    }
+    text.nfkd()
+        .filter(|c| !is_combining_mark(*c))
+        .flat_map(char::to_lowercase)
+        .filter(|c| !is_combining_mark(*c))
+        .collect()
+}
+
+/// The query's folded keywords, in order, de-duplicated.
+pub fn keywords(query: &str) -> Vec<String> {
+    capped_keywords(query, usize::MAX)
+}
+
+/// At most `cap` distinct keywords of `query`, in order.
+fn capped_keywords(query: &str, cap: usize) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for_each_token(query, |token| {
+        if out.len() >= cap {
+            return false;
+        }
+        if seen.insert(token.clone()) {
+            out.push(token);
+        }
+        true
+    });
+    out
+}
+
+/// All folded tokens of `text`, in order, duplicates kept.
+fn tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_token(text, |token| {
+        out.push(token);
+        true
+    });
+    out
+}
+
+/// Splits `text` into folded tokens: on anything not a letter or digit, and
+/// before an upper-case letter that follows a lower-case letter or a digit
+/// (`orderId`, `v2Items`) or that starts a word after an acronym
+/// (`HTTPResponse`). Letters and digits otherwise stay together (`oauth2`).
+/// Stops when `emit` returns false.
+fn for_each_token(text: &str, mut emit: impl FnMut(String) -> bool) {
+    let chars: Vec<char> = if text.is_ascii() {
+        text.chars().collect()
+    } else {
+        text.nfkd().filter(|c| !is_combining_mark(*c)).collect()
+    };
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        let breaks = !c.is_alphanumeric() || starts_camel_word(&chars, i);
+        if breaks && !current.is_empty() && !emit(std::mem::take(&mut current)) {
+            return;
+        }
+        if c.is_ascii_alphanumeric() {
+            current.push(c.to_ascii_lowercase());
+        } else if c.is_alphanumeric() {
+            current.extend(c.to_lowercase().filter(|c| !is_combining_mark(*c)));
+        }
+    }
+    if !current.is_empty() {
+        emit(current);
+    }
+}
+
+/// Whether `chars[i]` is an upper-case letter that begins a camelCase word.
+fn starts_camel_word(chars: &[char], i: usize) -> bool {
+    let c = chars[i];
+    if !c.is_uppercase() || i == 0 {
+        return false;
+    }
+    let prev = chars[i - 1];
+    let next_is_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+    prev.is_lowercase() || prev.is_numeric() || (prev.is_uppercase() && next_is_lower)
+}
+
+/// The form a folded word is compared by for singular/plural matching.
+///
+/// Plural suffixes are removed: `ies`→`y` (`policies`), `sses`→`ss`
+/// (`addresses`), `uses`→`us` (`statuses`), `ches`/`shes`/`xes`/`zzes`→ drop
+/// `es` (`matches`, `boxes`), otherwise a final `s` is dropped unless the
+/// word ends in `ss`, `us` or `is` (`orders`, but `status`, `analysis`).
+/// [`IRREGULAR`] and [`INVARIANT`] cover common exceptions. So that both
+/// spellings of a pair meet, the result then has `ie`→`y` (`cookie`, like
+/// `cookies`→`cooky`), `che`→`ch` (`cache`, like `caches`) and `use`→`us`
+/// (`pause`, like `pauses`). Words under three characters are left alone.
+/// The result is a comparison key, not always an English word.
+pub fn singular(word: &str) -> String {
+    if let Some((_, one)) = IRREGULAR.iter().find(|(many, _)| *many == word) {
+        return (*one).to_string();
+    }
+    if word.chars().count() < 3 || INVARIANT.contains(&word) {
+        return word.to_string();
+    }
+    let base = strip_plural(word);
+    normalize_ending(&base)
+}
+
+fn strip_plural(word: &str) -> String {
+    if let Some(stem) = word.strip_suffix("es")
+        && INVARIANT.contains(&stem)
+    {
+        return stem.to_string();
+    }
+    if let Some(stem) = word.strip_suffix("sses") {
+        return format!("{stem}ss");
+    }
+    if let Some(stem) = word.strip_suffix("uses") {
+        return format!("{stem}us");
+    }
+    if let Some(stem) = word.strip_suffix("ies")
+        && stem.chars().count() >= 2
+    {
+        return format!("{stem}y");
+    }
+    for suffix in ["ches", "shes", "xes", "zzes"] {
+        if word.ends_with(suffix) {
+            return word[..word.len() - 2].to_string();
+        }
+    }
+    let keeps_s = ["ss", "us", "is"].iter().any(|end| word.ends_with(end));
+    match word.strip_suffix('s') {
+        Some(stem) if !keeps_s => stem.to_string(),
+        _ => word.to_string(),
+    }
+}
+
+fn normalize_ending(word: &str) -> String {
+    if word.chars().count() < 4 {
+        return word.to_string();
+    }
+    for (end, replacement) in [("ie", "y"), ("che", "ch"), ("use", "us")] {
+        if let Some(stem) = word.strip_suffix(end) {
+            return format!("{stem}{replacement}");
+        }
+    }
+    word.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    /// One test tool; fields not given are empty.
+    #[derive(Default, Clone)]
+    struct Tool {
+        name: &'static str,
+        description: &'static str,
+        route: &'static str,
+        arguments: Vec<&'static str>,
+        tags: Vec<String>,
+        terms: Vec<String>,
+    }
+
+    fn tool(name: &'static str, description: &'static str) -> Tool {
+        Tool {
+            name,
+            description,
+            ..Tool::default()
+        }
+    }
+
+    fn index(tools: &[Tool]) -> SearchIndex {
+        SearchIndex::build(tools.iter().map(|t| SearchFields {
+            name: t.name,
+            description: t.description,
+            search_terms: &t.terms,
+            route: t.route,
+            argument_names: t.arguments.clone(),
+            tags: &t.tags,
+        }))
+    }
+
+    fn names(tools: &[Tool], query: &str, limit: usize) -> Vec<&'static str> {
+        index(tools)
+            .top(query, limit, |_| true)
+            .into_iter()
+            .map(|i| tools[i].name)
+            .collect()
+    }
+
+    #[test]
+    fn splits_on_punctuation_case_and_underscores() {
+        assert_eq!(
+            keywords("listOpenOrders"),
+            strings(&["list", "open", "orders"])
+        );
+        assert_eq!(
+            keywords("list_open_orders"),
+            strings(&["list", "open", "orders"])
+        );
+        assert_eq!(
+            keywords("GET /orders/{orderId}"),
+            strings(&["get", "orders", "order", "id"])
+        );
+        assert_eq!(
+            keywords("getHTTPResponse"),
+            strings(&["get", "http", "response"])
+        );
+        assert_eq!(keywords("a.b-c, d;e"), strings(&["a", "b", "c", "d", "e"]));
+    }
+
+    #[test]
+    fn keeps_digits_with_letters_and_splits_after_them() {
+        assert_eq!(keywords("oauth2 token"), strings(&["oauth2", "token"]));
+        assert_eq!(
+            keywords("createCoreV1Namespace"),
+            strings(&["create", "core", "v1", "namespace"])
+        );
+        assert_eq!(
+            keywords("/2010-04-01/x"),
+            strings(&["2010", "04", "01", "x"])
+        );
+    }
+
+    #[test]
+    fn folds_accents_case_and_compatibility_forms() {
+        assert_eq!(fold("Crème Brûlée"), "creme brulee");
+        assert_eq!(fold("ÉCOLE"), "ecole");
+        assert_eq!(fold("ﬁle"), "file");
+        assert_eq!(fold("İstanbul"), "istanbul");
+        assert_eq!(fold(""), "");
+        assert_eq!(keywords("Café_Menü"), strings(&["cafe", "menu"]));
+    }
+
+    #[test]
+    fn duplicate_keywords_collapse_and_odd_input_is_safe() {
+        assert_eq!(keywords("Order order ORDER"), strings(&["order"]));
+        assert!(keywords("").is_empty());
+        assert!(keywords("  --- !!! 🎉 ").is_empty());
+        assert_eq!(keywords("注文 一覧"), strings(&["注文", "一覧"]));
+        let many: String = (0..10_000).map(|i| format!("w{i} ")).collect();
+        assert_eq!(keywords(&many).len(), 10_000);
+        assert_eq!(capped_keywords(&many, MAX_KEYWORDS).len(), MAX_KEYWORDS);
+    }
+
+    #[test]
+    fn singular_forms() {
+        for (plural, single) in [
+            ("policies", "policy"),
+            ("opportunities", "opportunity"),
+            ("addresses", "address"),
+            ("boxes", "box"),
+            ("matches", "match"),
+            ("hashes", "hash"),
+            ("orders", "order"),
+            ("statuses", "status"),
+            ("ids", "id"),
+            ("people", "person"),
+            ("aliases", "alias"),
+        ] {
+            assert_eq!(singular(plural), singular(single), "{plural} ~ {single}");
+        }
+        for word in ["status", "analysis", "access", "news", "os", "is"] {
+            assert_eq!(singular(word), word);
+        }
+        assert_eq!(singular("cookies"), singular("cookie"));
+        assert_eq!(singular("caches"), singular("cache"));
+        assert_eq!(singular("pauses"), singular("pause"));
+        assert_ne!(singular("stats"), singular("state"));
+    }
+
+    #[test]
+    fn plural_keyword_finds_singular_token_and_back() {
+        let tools = [
+            tool("get_policy", ""),
+            tool("list_opportunities", ""),
+            tool("zzz", ""),
+        ];
+        assert_eq!(names(&tools, "policies", 1), ["get_policy"]);
+        assert_eq!(names(&tools, "opportunity", 1), ["list_opportunities"]);
+    }
+
+    #[test]
+    fn prefix_matches() {
+        let tools = [tool("a_tool", "nothing"), tool("list_orders", "")];
+        assert_eq!(names(&tools, "ord", 1), ["list_orders"]);
+        assert_eq!(names(&tools, "lis", 1), ["list_orders"]);
+    }
+
+    #[test]
+    fn whole_token_beats_prefix() {
+        let tools = [tool("get_orderbook", ""), tool("get_order", "")];
+        assert_eq!(names(&tools, "order", 2), ["get_order", "get_orderbook"]);
+        let tools = [tool("a_ordering", ""), tool("b_orders", "")];
+        assert_eq!(names(&tools, "order", 2), ["b_orders", "a_ordering"]);
+    }
+
+    #[test]
+    fn name_beats_description() {
+        let tools = [
+            tool("a_thing", "Returns the invoice for an order."),
+            tool("b_invoice", "Returns something."),
+        ];
+        assert_eq!(names(&tools, "invoice", 2), ["b_invoice", "a_thing"]);
+    }
+
+    #[test]
+    fn field_weights_are_ordered() {
+        let by_terms = Tool {
+            name: "d",
+            terms: strings(&["refund"]),
+            ..Tool::default()
+        };
+        let by_tag = Tool {
+            name: "c",
+            tags: strings(&["Refund"]),
+            ..Tool::default()
+        };
+        let by_argument = Tool {
+            name: "b",
+            arguments: vec!["refundId"],
+            ..Tool::default()
+        };
+        let by_description = tool("a", "Refund it.");
+        let tools = [by_description, by_argument, by_tag, by_terms];
+        assert_eq!(names(&tools, "refund", 4), ["d", "c", "b", "a"]);
+    }
+
+    #[test]
+    fn route_words_and_parameters_are_searched() {
+        let tools = [
+            Tool {
+                name: "x",
+                route: "GET /stores/{storeId}/rerun-failed_jobs",
+                ..Tool::default()
+            },
+            tool("y", ""),
+        ];
+        for query in ["store", "rerun", "failed", "jobs", "id"] {
+            assert_eq!(names(&tools, query, 1), ["x"], "{query}");
+        }
+    }
+
+    #[test]
+    fn more_distinct_keywords_first() {
+        let tools = [
+            tool("order_order_order", "order order order order"),
+            tool("z_cancel_order", ""),
+        ];
+        assert_eq!(
+            names(&tools, "cancel order", 2),
+            ["z_cancel_order", "order_order_order"]
+        );
+    }
+
+    #[test]
+    fn rare_keywords_outweigh_common_ones() {
+        let mut tools = vec![tool("a_list_pets", ""), tool("b_list_printers", "")];
+        let fillers = ["c_list_x", "d_list_y", "e_list_z", "f_list_w"];
+        tools.extend(fillers.iter().map(|n| tool(n, "")));
+        assert_eq!(names(&tools, "printers list", 1), ["b_list_printers"]);
+        assert_eq!(names(&tools, "list printers", 1), ["b_list_printers"]);
+    }
+
+    #[test]
+    fn ties_by_name_and_unmatched_follow_by_name() {
+        let tools = [
+            tool("a", "nothing"),
+            tool("b_order", ""),
+            tool("c", "nothing"),
+            tool("d_order", ""),
+        ];
+        assert_eq!(names(&tools, "order", 4), ["b_order", "d_order", "a", "c"]);
+    }
+
+    #[test]
+    fn empty_query_lists_by_name() {
+        let tools = [tool("a", ""), tool("b", ""), tool("c", "")];
+        assert_eq!(names(&tools, "", 10), ["a", "b", "c"]);
+        assert_eq!(names(&tools, " - ", 2), ["a", "b"]);
+    }
+
+    #[test]
+    fn include_and_limit_are_respected() {
+        let tools = [
+            tool("a_order", ""),
+            tool("b_order", ""),
+            tool("c", ""),
+            tool("d", ""),
+        ];
+        let idx = index(&tools);
+        assert_eq!(idx.top("order", 10, |i| i != 0), [1, 2, 3]);
+        assert_eq!(idx.top("order", 2, |_| true), [0, 1]);
+        assert_eq!(idx.top("", 3, |i| i % 2 == 1), [1, 3]);
+        assert!(idx.top("order", 0, |_| true).is_empty());
+        assert!(idx.top("order", 5, |_| false).is_empty());
+    }
+
+    #[test]
+    fn synonyms_match_weaker_than_the_word() {
+        let tools = [
+            Tool {
+                name: "a_pet",
+                route: "DELETE /pets/{id}",
+                ..Tool::default()
+            },
+            Tool {
+                name: "b_pet",
+                route: "GET /pets/{id}",
+                ..Tool::default()
+            },
+            tool("c_remove_pet", ""),
+        ];
+        assert_eq!(names(&tools, "remove pet", 2), ["c_remove_pet", "a_pet"]);
+    }
+
+    #[test]
+    fn abbreviations_match_both_ways() {
+        let tools = [tool("a_thing", ""), tool("repos_list", "")];
+        assert_eq!(names(&tools, "repositories", 1), ["repos_list"]);
+        let tools = [tool("a_thing", ""), tool("get_configuration", "")];
+        assert_eq!(names(&tools, "config", 1), ["get_configuration"]);
+    }
+
+    #[test]
+    fn description_lead_weighs_more_than_the_rest() {
+        let late = "Returns one of the many things this service keeps for you, an invoice.";
+        let tools = [tool("a", late), tool("b", "Invoice details.")];
+        assert_eq!(names(&tools, "invoice", 2), ["b", "a"]);
+    }
+
+    #[test]
+    fn one_character_keywords_match_whole_tokens_only() {
+        let tools = [tool("a_orders", ""), tool("b_o", "")];
+        assert_eq!(names(&tools, "o", 2), ["b_o", "a_orders"]);
+        let idx = index(&tools);
+        assert_eq!(idx.top("o", 1, |_| true), [1]);
+    }
+
+    #[test]
+    fn a_query_of_stopwords_still_ranks() {
+        let tools = [tool("a", "nothing"), tool("b", "all of it")];
+        assert_eq!(names(&tools, "all of", 1), ["b"]);
+    }
+
+    #[test]
+    fn include_may_search_again() {
+        let tools = [tool("a_order", ""), tool("b_order", ""), tool("c", "")];
+        let idx = index(&tools);
+        let nested = idx.top("order", 3, |i| idx.top("c", 1, |_| true) != [i]);
+        assert_eq!(nested, [0, 1]);
+        assert_eq!(idx.top("order", 3, |_| true), [0, 1, 2]);
+    }
+
+    #[test]
+    fn scratch_recovers_from_a_panicking_include() {
+        let tools = [tool("a_order", ""), tool("b", "")];
+        let idx = index(&tools);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            idx.top("order", 2, |_| panic!("include failed"))
+        }));
+        assert!(caught.is_err());
+        assert_eq!(idx.top("b", 2, |_| true), [1, 0]);
+        let other = index(&[tool("x", ""), tool("y", ""), tool("z", "")]);
+        assert_eq!(other.top("", 3, |_| true), [0, 1, 2]);
+        assert_eq!(idx.top("order", 2, |_| true), [0, 1]);
+    }
+
+    #[test]
+    fn stopwords_do_not_decide() {
+        let tools = [tool("a_of_the", "a of the"), tool("b_pet", "")];
+        assert_eq!(names(&tools, "the pet", 1), ["b_pet"]);
+        assert_eq!(names(&tools, "the", 1), ["a_of_the"]);
+    }
+
+    #[test]
+    fn results_are_deterministic_and_in_range() {
+        let tools: Vec<Tool> = ["a_x", "b_x_y", "c_y", "d_x_x", "e"]
+            .into_iter()
+            .map(|n| tool(n, "x y x"))
+            .collect();
+        let idx = index(&tools);
+        let first = idx.top("x y", 5, |_| true);
+        for _ in 0..5 {
+            assert_eq!(idx.top("x y", 5, |_| true), first);
+        }
+        let mut sorted = first.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn empty_index_and_hostile_queries() {
+        let empty = SearchIndex::build(std::iter::empty());
+        assert!(empty.is_empty());
+        assert_eq!(empty.len(), 0);
+        assert!(empty.top("anything", 5, |_| true).is_empty());
+        let tools = [tool("a", "🎉 emoji"), tool("", "")];
+        let idx = index(&tools);
+        let huge: String = (0..10_000).map(|i| format!("k{i} ")).collect();
+        assert_eq!(idx.top(&huge, 5, |_| true).len(), 2);
+        assert_eq!(idx.top("🎉", 5, |_| true).len(), 2);
+        assert_eq!(idx.top(&"x".repeat(100_000), 1, |_| true).len(), 1);
+    }
+
+    #[test]
+    fn index_is_shareable() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<SearchIndex>();
+    }
+}

@@ -1,0 +1,50 @@
+//! The running gateway's shared state: settings, the catalog store, the
+//! backend client, open listen streams and the shutdown signal.
+//!
+//! Built once at start-up and shared by every request through one `Arc`;
+//! no other global state exists.
+
+use crate::catalog::{Catalog, Sources};
+use crate::mcp::listen::Registry;
+use crate::settings::Settings;
+use crate::store::{Served, Store};
+use crate::tools::invoke::Backend;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::watch;
+
+pub struct Gateway {
+    pub settings: Settings,
+    pub store: Arc<Store>,
+    pub backend: Backend,
+    pub streams: Arc<Registry>,
+    /// Flips to `true` once shutdown begins.
+    pub shutdown: watch::Sender<bool>,
+}
+
+impl Gateway {
+    /// A gateway serving `catalog` as generation 0.
+    pub fn new(settings: Settings, catalog: Catalog, build: std::time::Duration) -> Arc<Gateway> {
+        let (shutdown, _) = watch::channel(false);
+        Arc::new(Gateway {
+            backend: Backend::new(),
+            settings,
+            store: Arc::new(Store::new(Served::new(catalog, 0, build))),
+            streams: Arc::new(Registry::default()),
+            shutdown,
+        })
+    }
+
+    /// Builds the catalog from the configured folder, then the gateway.
+    pub fn load(settings: Settings) -> std::io::Result<(Arc<Gateway>, Sources)> {
+        let started = Instant::now();
+        let sources = Sources::scan(&settings.catalogs, None)?;
+        let catalog = Catalog::build(&sources);
+        Ok((Gateway::new(settings, catalog, started.elapsed()), sources))
+    }
+
+    /// Starts shutdown: listen streams send their closing result and end.
+    pub fn begin_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+}

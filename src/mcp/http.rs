@@ -1,0 +1,229 @@
+//! The HTTP surface: `POST /mcp` (both eras), 405 for GET/DELETE, Origin
+//! checks, the body size limit, and the operational endpoints.
+//!
+//! Handlers are small: they check what HTTP must check, parse the JSON-RPC
+//! message, pick the era and hand over to [`super::modern`] or
+//! [`super::legacy`].
+
+use super::jsonrpc::{INVALID_REQUEST, PARSE_ERROR, RpcError, parse_message};
+use super::{Reply, legacy, modern};
+use crate::gateway::Gateway;
+use crate::visibility::Caller;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The router of a gateway: the MCP endpoint and the operational routes.
+pub fn router(gateway: Arc<Gateway>) -> Router {
+    let endpoint = gateway.settings.endpoint.clone();
+    let limit = gateway.settings.max_body_bytes;
+    let mut router = Router::new()
+        .route(
+            &endpoint,
+            post(post_mcp)
+                .get(method_not_allowed)
+                .delete(method_not_allowed),
+        )
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/status", get(crate::status::status))
+        .route("/metrics", get(crate::status::metrics));
+    if gateway.settings.demo_backend {
+        router = router.nest("/demo", crate::demo::router());
+    }
+    router
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(gateway)
+}
+
+async fn post_mcp(
+    State(gateway): State<Arc<Gateway>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    if let Err(origin) = check_origin(&gateway, &headers) {
+        return json_response(
+            StatusCode::FORBIDDEN,
+            &RpcError::new(
+                StatusCode::FORBIDDEN,
+                INVALID_REQUEST,
+                format!("Forbidden: Origin '{origin}' is not allowed"),
+            )
+            .body(None),
+        );
+    }
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let status = rejection.status();
+            let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+                format!(
+                    "Request body larger than the limit of {} bytes",
+                    gateway.settings.max_body_bytes
+                )
+            } else {
+                format!("Unreadable request body: {rejection}")
+            };
+            return json_response(
+                status,
+                &RpcError::new(status, INVALID_REQUEST, message).body(None),
+            );
+        }
+    };
+    let value: Value = match serde_json::from_slice(&body) {
+        Ok(value) => value,
+        Err(err) => {
+            let error = RpcError::new(
+                StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
+                format!("Parse error: {err}"),
+            );
+            return json_response(StatusCode::BAD_REQUEST, &error.body(None));
+        }
+    };
+    let message = match parse_message(value) {
+        Ok(message) => message,
+        Err(rejected) => {
+            let (id, error) = *rejected;
+            return json_response(error.status, &error.body(id.as_ref()));
+        }
+    };
+    let mut caller = Caller::anonymous();
+    caller.address = Some(peer.ip());
+    let reply = if is_modern(&headers, &message.params) {
+        modern::handle(&gateway, &headers, message, caller).await
+    } else {
+        legacy::handle(&gateway, &headers, message, caller).await
+    };
+    match reply {
+        Reply::Json(status, body) => json_response(status, &body),
+        Reply::Accepted => StatusCode::ACCEPTED.into_response(),
+        Reply::Listen(subscription) => sse_response(subscription),
+    }
+}
+
+/// Modern when the body carries the per-request version, or when the
+/// header names a version that is not one of the legacy ones (a modern
+/// client that forgot `_meta` learns what is missing).
+fn is_modern(headers: &HeaderMap, params: &Value) -> bool {
+    if params
+        .get("_meta")
+        .and_then(|meta| meta.get(modern::VERSION_KEY))
+        .is_some()
+    {
+        return true;
+    }
+    matches!(
+        super::headers::value(headers, super::headers::PROTOCOL_VERSION),
+        Ok(Some(version)) if version == super::MODERN_VERSION
+    )
+}
+
+/// An `Origin` header, when present, must be an allowed origin (any port).
+fn check_origin(gateway: &Gateway, headers: &HeaderMap) -> Result<(), String> {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let origin = origin.to_str().map_err(|_| "(not ASCII)".to_string())?;
+    let allowed = &gateway.settings.allowed_origins;
+    if allowed.iter().any(|a| a == "*") {
+        return Ok(());
+    }
+    let without_port = strip_port(origin);
+    if allowed
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(origin) || a.eq_ignore_ascii_case(without_port))
+    {
+        Ok(())
+    } else {
+        Err(origin.to_string())
+    }
+}
+
+/// `http://localhost:3000` → `http://localhost` (IPv6 brackets kept).
+fn strip_port(origin: &str) -> &str {
+    let Some(scheme_end) = origin.find("://") else {
+        return origin;
+    };
+    let host_start = scheme_end + 3;
+    let host = &origin[host_start..];
+    let search_from = if host.starts_with('[') {
+        host.find(']').map_or(0, |i| i + 1)
+    } else {
+        0
+    };
+    match host[search_from..].rfind(':') {
+        Some(colon) => &origin[..host_start + search_from + colon],
+        None => origin,
+    }
+}
+
+async fn method_not_allowed() -> Response {
+    let mut response = json_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &RpcError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            INVALID_REQUEST,
+            "Method not allowed: this endpoint takes POST only (no sessions, no GET stream)",
+        )
+        .body(None),
+    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+async fn healthz() -> Response {
+    json_response(StatusCode::OK, &json!({"status": "ok"}))
+}
+
+async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
+    if *gateway.shutdown.borrow() {
+        return json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"status": "shutting down"}),
+        );
+    }
+    json_response(StatusCode::OK, &json!({"status": "ready"}))
+}
+
+/// A JSON response with its status.
+pub fn json_response(status: StatusCode, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
+}
+
+fn sse_response(subscription: super::listen::Subscription) -> Response {
+    let mut response = Response::new(Body::from_stream(subscription.into_stream()));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_are_stripped_from_origins() {
+        assert_eq!(strip_port("http://localhost:3000"), "http://localhost");
+        assert_eq!(strip_port("http://localhost"), "http://localhost");
+        assert_eq!(strip_port("http://[::1]:8080"), "http://[::1]");
+        assert_eq!(strip_port("http://[::1]"), "http://[::1]");
+        assert_eq!(strip_port("null"), "null");
+    }
+}

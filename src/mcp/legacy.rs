@@ -1,0 +1,102 @@
+//! The `initialize`-era revisions (2025-03-26, 2025-06-18, 2025-11-25).
+//!
+//! Served per request: `initialize` negotiates a version and mints no
+//! session; every other request stands on its own. These clients have no
+//! server-to-client channel here, so `initialize` says `listChanged: false`
+//! (only a 2026-07-28 `subscriptions/listen` stream hears of changes).
+
+use super::headers;
+use super::jsonrpc::{INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, RpcError, result_body};
+use super::{LEGACY_VERSIONS, Reply, server_info};
+use crate::gateway::Gateway;
+use crate::tools;
+use crate::visibility::Caller;
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::{Map, Value, json};
+
+/// Serves one legacy message.
+pub async fn handle(
+    gateway: &Gateway,
+    headers: &HeaderMap,
+    message: Incoming,
+    caller: Caller,
+) -> Reply {
+    let id = message.id.clone();
+    match serve(gateway, headers, message, caller).await {
+        Ok(reply) => reply,
+        Err(err) => Reply::Json(err.status, err.body(id.as_ref())),
+    }
+}
+
+async fn serve(
+    gateway: &Gateway,
+    headers: &HeaderMap,
+    message: Incoming,
+    caller: Caller,
+) -> Result<Reply, RpcError> {
+    // 2025-06-18 and later send the negotiated version on every request
+    // after initialize; one we do not speak is refused (2025-03-26 clients
+    // send none).
+    if let Ok(Some(version)) = headers::value(headers, headers::PROTOCOL_VERSION)
+        && !LEGACY_VERSIONS.contains(&version)
+    {
+        return Err(super::modern::unsupported_version(version));
+    }
+    let Some(id) = message.id.clone() else {
+        // notifications/initialized, notifications/cancelled, …: nothing to answer.
+        return Ok(Reply::Accepted);
+    };
+    let result = match message.method.as_str() {
+        "initialize" => initialize(&message.params)?,
+        "ping" => Map::new(),
+        "tools/list" => tools_list(gateway),
+        "tools/call" => super::modern::tools_call(gateway, &message.params, caller).await?,
+        method => {
+            return Err(RpcError::new(
+                StatusCode::OK,
+                METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            ));
+        }
+    };
+    Ok(Reply::Json(
+        StatusCode::OK,
+        result_body(&id, Value::Object(result)),
+    ))
+}
+
+/// Version negotiation: the client's version if we speak it, else our
+/// newest legacy version (the client decides whether to continue).
+fn initialize(params: &Value) -> Result<Map<String, Value>, RpcError> {
+    let requested = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            RpcError::new(
+                StatusCode::BAD_REQUEST,
+                INVALID_REQUEST,
+                "Invalid request: initialize needs params.protocolVersion",
+            )
+        })?;
+    let version = if LEGACY_VERSIONS.contains(&requested) {
+        requested
+    } else {
+        LEGACY_VERSIONS[0]
+    };
+    let mut result = Map::new();
+    result.insert("protocolVersion".to_string(), json!(version));
+    result.insert(
+        "capabilities".to_string(),
+        json!({"tools": {"listChanged": false}}),
+    );
+    result.insert("serverInfo".to_string(), server_info());
+    result.insert("instructions".to_string(), json!(tools::INSTRUCTIONS));
+    Ok(result)
+}
+
+fn tools_list(gateway: &Gateway) -> Map<String, Value> {
+    let generation = gateway.store.current().generation;
+    let mut result = Map::new();
+    result.insert("tools".to_string(), json!(tools::definitions(generation)));
+    result
+}

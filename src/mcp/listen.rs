@@ -1,0 +1,231 @@
+//! `subscriptions/listen`: the long-lived SSE stream that tells 2026-07-28
+//! clients when the catalog changed.
+//!
+//! The stream reads a `watch` channel, so a reload never waits on a
+//! listener and a listener slower than the changes sees only the latest
+//! generation, never a backlog. Dropping the stream (the client went away)
+//! releases its slot; on shutdown each stream sends the graceful-closure
+//! result before it ends.
+
+use super::jsonrpc::{INVALID_PARAMS, RpcError};
+use crate::gateway::Gateway;
+use crate::tools::GENERATION_KEY;
+use crate::visibility::Caller;
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use futures_util::stream::{self, Stream};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+/// Application error code (outside the JSON-RPC reserved range) for a
+/// listen request refused because too many streams are open.
+pub const TOO_MANY_STREAMS: i64 = -31001;
+
+/// Open listen streams, in all and per caller.
+#[derive(Default)]
+pub struct Registry {
+    open: Mutex<HashMap<String, usize>>,
+}
+
+impl Registry {
+    /// Reserves a slot, or says which cap is reached.
+    fn acquire(
+        self: &Arc<Self>,
+        key: String,
+        max_total: usize,
+        max_per_caller: usize,
+    ) -> Result<Slot, String> {
+        let mut open = self
+            .open
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let total: usize = open.values().sum();
+        if total >= max_total {
+            return Err(format!(
+                "the gateway already serves {total} listen streams, its limit"
+            ));
+        }
+        let mine = open.entry(key.clone()).or_default();
+        if *mine >= max_per_caller {
+            return Err(format!(
+                "this caller already has {mine} listen streams open, the limit per caller"
+            ));
+        }
+        *mine += 1;
+        Ok(Slot {
+            registry: self.clone(),
+            key,
+        })
+    }
+
+    /// Streams open now.
+    pub fn count(&self) -> usize {
+        self.open
+            .lock()
+            .map(|open| open.values().sum())
+            .unwrap_or(0)
+    }
+}
+
+/// A reserved stream slot, released on drop.
+pub struct Slot {
+    registry: Arc<Registry>,
+    key: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.registry.open.lock()
+            && let Some(count) = open.get_mut(&self.key)
+        {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// An accepted subscription, ready to become an SSE body.
+pub struct Subscription {
+    id: Value,
+    tools_list_changed: bool,
+    generations: watch::Receiver<u64>,
+    shutdown: watch::Receiver<bool>,
+    keepalive: Duration,
+    slot: Slot,
+}
+
+/// Checks the request and reserves a slot.
+pub fn open(
+    gateway: &Gateway,
+    id: Value,
+    params: &Value,
+    caller: &Caller,
+) -> Result<Subscription, RpcError> {
+    let Some(filter) = params.get("notifications").and_then(Value::as_object) else {
+        return Err(RpcError::new(
+            StatusCode::BAD_REQUEST,
+            INVALID_PARAMS,
+            "Invalid params: subscriptions/listen needs a notifications object, e.g. {\"toolsListChanged\": true}",
+        ));
+    };
+    let settings = &gateway.settings;
+    let slot = gateway
+        .streams
+        .acquire(caller.stream_key(), settings.max_streams, settings.max_streams_per_caller)
+        .map_err(|why| {
+            RpcError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                TOO_MANY_STREAMS,
+                format!("Too many listen streams: {why}. Close a stream you no longer need, or retry later."),
+            )
+        })?;
+    let mut generations = gateway.store.subscribe();
+    generations.borrow_and_update();
+    Ok(Subscription {
+        id,
+        tools_list_changed: filter.get("toolsListChanged").and_then(Value::as_bool) == Some(true),
+        generations,
+        shutdown: gateway.shutdown.subscribe(),
+        keepalive: settings.keepalive,
+        slot,
+    })
+}
+
+enum Phase {
+    Acknowledge,
+    Listening,
+    Closed,
+}
+
+struct State {
+    subscription: Subscription,
+    phase: Phase,
+}
+
+impl Subscription {
+    /// The SSE body: acknowledgement, then one `list_changed` per
+    /// generation change, keep-alive comments while idle, and the
+    /// graceful-closure result on shutdown.
+    pub fn into_stream(
+        self,
+    ) -> impl Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
+        let state = State {
+            subscription: self,
+            phase: Phase::Acknowledge,
+        };
+        stream::unfold(state, |mut state| async move {
+            let chunk = next_chunk(&mut state).await?;
+            Some((Ok(chunk), state))
+        })
+    }
+}
+
+async fn next_chunk(state: &mut State) -> Option<Bytes> {
+    let sub = &mut state.subscription;
+    match state.phase {
+        Phase::Closed => None,
+        Phase::Acknowledge => {
+            state.phase = Phase::Listening;
+            let mut honoured = serde_json::Map::new();
+            if sub.tools_list_changed {
+                honoured.insert("toolsListChanged".to_string(), json!(true));
+            }
+            Some(event(&json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/subscriptions/acknowledged",
+                "params": {"_meta": {SUBSCRIPTION_KEY: sub.id}, "notifications": honoured}
+            })))
+        }
+        Phase::Listening => loop {
+            if *sub.shutdown.borrow() {
+                state.phase = Phase::Closed;
+                return Some(closure(&sub.id));
+            }
+            tokio::select! {
+                changed = sub.generations.changed() => {
+                    if changed.is_err() {
+                        state.phase = Phase::Closed;
+                        return Some(closure(&sub.id));
+                    }
+                    let generation = *sub.generations.borrow_and_update();
+                    if sub.tools_list_changed {
+                        return Some(event(&json!({
+                            "jsonrpc": "2.0",
+                            "method": "notifications/tools/list_changed",
+                            "params": {"_meta": {SUBSCRIPTION_KEY: sub.id, GENERATION_KEY: generation}}
+                        })));
+                    }
+                }
+                _ = sub.shutdown.changed() => {
+                    state.phase = Phase::Closed;
+                    return Some(closure(&sub.id));
+                }
+                _ = tokio::time::sleep(sub.keepalive) => {
+                    let _ = &sub.slot;
+                    return Some(Bytes::from_static(b": keep-alive\n\n"));
+                }
+            }
+        },
+    }
+}
+
+/// The successful `subscriptions/listen` response: the stream ended on the
+/// server's initiative, not by accident.
+fn closure(id: &Value) -> Bytes {
+    event(&json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {"resultType": "complete", "_meta": {SUBSCRIPTION_KEY: id}}
+    }))
+}
+
+fn event(message: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
+}

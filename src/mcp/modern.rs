@@ -1,0 +1,269 @@
+//! Revision 2026-07-28: stateless requests with per-request `_meta`.
+//!
+//! Every request declares its version and capabilities; the headers that
+//! mirror the body are checked against it; every result carries
+//! `resultType` and the server's identity. No handshake, no session.
+
+use super::headers::{self, decode_sentinel};
+use super::jsonrpc::{
+    HEADER_MISMATCH, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError,
+    UNSUPPORTED_PROTOCOL_VERSION, result_body,
+};
+use super::{MODERN_VERSION, Reply, call_tool_result, server_info, supported_versions};
+use crate::gateway::Gateway;
+use crate::tools;
+use crate::visibility::Caller;
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::{Map, Value, json};
+
+pub const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+pub const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
+/// How long clients may cache `server/discover` (it changes only with a
+/// new build) and `tools/list` (three fixed definitions; only the
+/// generation stamp moves, and listeners are told when it does).
+pub const DISCOVER_TTL_MS: u64 = 3_600_000;
+pub const TOOLS_LIST_TTL_MS: u64 = 60_000;
+
+/// Methods an earlier revision had and this one removed.
+const REMOVED: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Serves one modern message.
+pub async fn handle(
+    gateway: &Gateway,
+    headers: &HeaderMap,
+    message: Incoming,
+    caller: Caller,
+) -> Reply {
+    let id = message.id.clone();
+    match serve(gateway, headers, message, caller).await {
+        Ok(reply) => reply,
+        Err(err) => Reply::Json(err.status, err.body(id.as_ref())),
+    }
+}
+
+async fn serve(
+    gateway: &Gateway,
+    headers: &HeaderMap,
+    message: Incoming,
+    caller: Caller,
+) -> Result<Reply, RpcError> {
+    let meta = message.params.get("_meta").cloned().unwrap_or(Value::Null);
+    let version = check_version(&meta)?;
+    if !meta.get(CAPABILITIES_KEY).is_some_and(Value::is_object) {
+        return Err(invalid_params(format!(
+            "Invalid params: _meta must carry {CAPABILITIES_KEY} (an object) on every request"
+        )));
+    }
+    check_headers(headers, &message, version)?;
+    let Some(id) = message.id.clone() else {
+        // This revision defines no client notifications over HTTP; accept and ignore.
+        return Ok(Reply::Accepted);
+    };
+    let result = match message.method.as_str() {
+        "server/discover" => discover(),
+        "tools/list" => tools_list(gateway),
+        "tools/call" => tools_call(gateway, &message.params, caller).await?,
+        "subscriptions/listen" => {
+            return super::listen::open(gateway, id, &message.params, &caller).map(Reply::Listen);
+        }
+        method if REMOVED.contains(&method) => {
+            return Err(RpcError::new(
+                StatusCode::NOT_FOUND,
+                METHOD_NOT_FOUND,
+                format!(
+                    "Method not found: {method} was removed in protocol revision {MODERN_VERSION}"
+                ),
+            ));
+        }
+        method => {
+            return Err(RpcError::new(
+                StatusCode::NOT_FOUND,
+                METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            ));
+        }
+    };
+    Ok(Reply::Json(
+        StatusCode::OK,
+        result_body(&id, complete(result)),
+    ))
+}
+
+/// The requested version, if this server speaks it.
+fn check_version(meta: &Value) -> Result<&str, RpcError> {
+    let Some(requested) = meta.get(VERSION_KEY) else {
+        return Err(invalid_params(format!(
+            "Invalid params: _meta must carry {VERSION_KEY}"
+        )));
+    };
+    let Some(requested) = requested.as_str() else {
+        return Err(invalid_params(format!(
+            "Invalid params: {VERSION_KEY} must be a string"
+        )));
+    };
+    if requested != MODERN_VERSION {
+        return Err(unsupported_version(requested));
+    }
+    Ok(requested)
+}
+
+/// `-32022` listing what this server speaks.
+pub fn unsupported_version(requested: &str) -> RpcError {
+    RpcError::new(
+        StatusCode::BAD_REQUEST,
+        UNSUPPORTED_PROTOCOL_VERSION,
+        format!("Unsupported protocol version: {requested}"),
+    )
+    .with_data(json!({"supported": supported_versions(), "requested": requested}))
+}
+
+fn invalid_params(message: String) -> RpcError {
+    RpcError::new(StatusCode::BAD_REQUEST, INVALID_PARAMS, message)
+}
+
+fn mismatch(message: String) -> RpcError {
+    RpcError::new(
+        StatusCode::BAD_REQUEST,
+        HEADER_MISMATCH,
+        format!("Header mismatch: {message}"),
+    )
+}
+
+/// `MCP-Protocol-Version`, `Mcp-Method` and (for calls naming a target)
+/// `Mcp-Name` must be present and equal to the body.
+fn check_headers(headers: &HeaderMap, message: &Incoming, version: &str) -> Result<(), RpcError> {
+    let protocol = headers::value(headers, headers::PROTOCOL_VERSION).map_err(mismatch)?;
+    match protocol {
+        None => {
+            return Err(mismatch(
+                "the MCP-Protocol-Version header is required".to_string(),
+            ));
+        }
+        Some(value) if value != version => {
+            return Err(mismatch(format!(
+                "MCP-Protocol-Version header value '{value}' does not match body value '{version}'"
+            )));
+        }
+        Some(_) => {}
+    }
+    if message.id.is_none() {
+        return Ok(());
+    }
+    match headers::value(headers, headers::METHOD).map_err(mismatch)? {
+        None => return Err(mismatch("the Mcp-Method header is required".to_string())),
+        Some(value) if value != message.method => {
+            return Err(mismatch(format!(
+                "Mcp-Method header value '{value}' does not match body value '{}'",
+                message.method
+            )));
+        }
+        Some(_) => {}
+    }
+    let named = match message.method.as_str() {
+        "tools/call" | "prompts/get" => message.params.get("name"),
+        "resources/read" => message.params.get("uri"),
+        _ => return Ok(()),
+    };
+    let body_name = named.and_then(Value::as_str).unwrap_or_default();
+    match headers::value(headers, headers::NAME).map_err(mismatch)? {
+        None => Err(mismatch("the Mcp-Name header is required".to_string())),
+        Some(raw) => {
+            let decoded =
+                decode_sentinel(raw).map_err(|why| mismatch(format!("Mcp-Name header: {why}")))?;
+            if decoded == body_name {
+                Ok(())
+            } else {
+                Err(mismatch(format!(
+                    "Mcp-Name header value '{decoded}' does not match body value '{body_name}'"
+                )))
+            }
+        }
+    }
+}
+
+/// Adds `resultType` and the server's identity to a result.
+fn complete(mut result: Map<String, Value>) -> Value {
+    result.insert("resultType".to_string(), json!("complete"));
+    let meta = result
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert(SERVER_INFO_KEY.to_string(), server_info());
+    }
+    Value::Object(result)
+}
+
+fn discover() -> Map<String, Value> {
+    let mut result = Map::new();
+    result.insert(
+        "supportedVersions".to_string(),
+        json!(super::supported_versions()),
+    );
+    result.insert(
+        "capabilities".to_string(),
+        json!({"tools": {"listChanged": true}}),
+    );
+    result.insert("instructions".to_string(), json!(tools::INSTRUCTIONS));
+    result.insert("ttlMs".to_string(), json!(DISCOVER_TTL_MS));
+    result.insert("cacheScope".to_string(), json!("public"));
+    result
+}
+
+fn tools_list(gateway: &Gateway) -> Map<String, Value> {
+    let generation = gateway.store.current().generation;
+    let mut result = Map::new();
+    result.insert("tools".to_string(), json!(tools::definitions(generation)));
+    result.insert("ttlMs".to_string(), json!(TOOLS_LIST_TTL_MS));
+    result.insert("cacheScope".to_string(), json!("public"));
+    result
+}
+
+/// `tools/call` for either era: the name must be one of the three tools.
+pub async fn tools_call(
+    gateway: &Gateway,
+    params: &Value,
+    caller: Caller,
+) -> Result<Map<String, Value>, RpcError> {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !tools::is_tool(name) {
+        return Err(RpcError::new(
+            StatusCode::OK,
+            INVALID_PARAMS,
+            format!(
+                "Unknown tool: '{name}'. This server has search_tools, load_tool and invoke_tool."
+            ),
+        ));
+    }
+    let empty = Value::Object(Map::new());
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => &empty,
+        Some(arguments @ Value::Object(_)) => arguments,
+        Some(_) => {
+            return Err(RpcError::new(
+                StatusCode::OK,
+                INVALID_PARAMS,
+                "Invalid params: tools/call arguments must be an object",
+            ));
+        }
+    };
+    let served = gateway.store.current();
+    let context = tools::Context {
+        served: &served,
+        caller: &caller,
+        budget: gateway.settings.response_budget,
+        backend: &gateway.backend,
+    };
+    let answer = tools::call(&context, name, arguments).await;
+    Ok(call_tool_result(&answer))
+}

@@ -1,0 +1,262 @@
+//! Gateway settings: command-line flags, then `SEZZLEE_*` environment
+//! variables, then an optional `sezzlee.toml`, then defaults.
+//!
+//! Everything a running gateway is told lives in one [`Settings`] value,
+//! resolved once at start-up, so the rest of the code never reads the
+//! environment or the file system for configuration.
+
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Origins allowed by default: the gateway binds to localhost, so only
+/// pages served from localhost may call it from a browser.
+pub const DEFAULT_ORIGINS: [&str; 3] = ["http://localhost", "http://127.0.0.1", "http://[::1]"];
+
+/// The resolved settings of one gateway.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub catalogs: PathBuf,
+    pub listen: SocketAddr,
+    /// The MCP endpoint path, `/mcp` by default.
+    pub endpoint: String,
+    /// Allowed `Origin` values (scheme://host, any port). `*` allows all.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Largest tool answer, in characters of serialised JSON.
+    pub response_budget: usize,
+    /// `text` or `json` logs.
+    pub log_format: LogFormat,
+    /// Debounce window of the catalog watcher.
+    pub debounce: Duration,
+    /// How the catalogs folder is watched.
+    pub watch: WatchMode,
+    /// Interval of the polling watcher.
+    pub poll_interval: Duration,
+    /// SSE keep-alive interval on listen streams.
+    pub keepalive: Duration,
+    /// Concurrent `subscriptions/listen` streams, in all and per caller.
+    pub max_streams: usize,
+    pub max_streams_per_caller: usize,
+    /// How long in-flight calls may run on shutdown.
+    pub shutdown_grace: Duration,
+    /// Serve the built-in demo backend under `/demo`.
+    pub demo_backend: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WatchMode {
+    /// File-system events (inotify and friends).
+    Events,
+    /// Rescan every `poll_interval`: for file systems without events.
+    Poll,
+    /// No watching; SIGHUP still rescans.
+    Off,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            catalogs: PathBuf::from("./catalogs"),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            endpoint: "/mcp".to_string(),
+            allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
+            max_body_bytes: 4 * 1024 * 1024,
+            response_budget: 60_000,
+            log_format: LogFormat::Text,
+            debounce: Duration::from_millis(50),
+            watch: WatchMode::Events,
+            poll_interval: Duration::from_secs(2),
+            keepalive: Duration::from_secs(15),
+            max_streams: 1024,
+            max_streams_per_caller: 16,
+            shutdown_grace: Duration::from_secs(10),
+            demo_backend: true,
+        }
+    }
+}
+
+/// The `sezzlee.toml` file: every key optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSettings {
+    pub catalogs: Option<PathBuf>,
+    pub listen: Option<String>,
+    pub endpoint: Option<String>,
+    pub allowed_origins: Option<Vec<String>>,
+    pub max_body_bytes: Option<usize>,
+    pub response_budget: Option<usize>,
+    pub log_format: Option<LogFormat>,
+    pub debounce_ms: Option<u64>,
+    pub watch: Option<WatchMode>,
+    pub poll_interval_ms: Option<u64>,
+    pub keepalive_ms: Option<u64>,
+    pub max_streams: Option<usize>,
+    pub max_streams_per_caller: Option<usize>,
+    pub shutdown_grace_ms: Option<u64>,
+    pub demo_backend: Option<bool>,
+}
+
+/// Values given on the command line or in the environment (clap reads
+/// both; the flag wins).
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub catalogs: Option<PathBuf>,
+    pub listen: Option<String>,
+    pub endpoint: Option<String>,
+    pub allowed_origins: Option<Vec<String>>,
+    pub max_body_bytes: Option<usize>,
+    pub response_budget: Option<usize>,
+    pub log_format: Option<String>,
+    pub debounce_ms: Option<u64>,
+    pub watch: Option<String>,
+    pub poll_interval_ms: Option<u64>,
+    pub keepalive_ms: Option<u64>,
+    pub max_streams: Option<usize>,
+    pub max_streams_per_caller: Option<usize>,
+    pub demo_backend: Option<bool>,
+}
+
+impl Settings {
+    /// Resolves settings: `overrides` (flags/env) > `file` > defaults.
+    /// `config` names the file; without it `./sezzlee.toml` is read when
+    /// present.
+    pub fn resolve(overrides: &Overrides, config: Option<&Path>) -> Result<Settings, String> {
+        let file = match config {
+            Some(path) => read_file(path)?,
+            None if Path::new("sezzlee.toml").is_file() => read_file(Path::new("sezzlee.toml"))?,
+            None => FileSettings::default(),
+        };
+        let mut s = Settings::default();
+        if let Some(v) = overrides.catalogs.clone().or(file.catalogs) {
+            s.catalogs = v;
+        }
+        if let Some(v) = overrides.listen.clone().or(file.listen) {
+            s.listen = v
+                .parse()
+                .map_err(|err| format!("listen address '{v}' is not HOST:PORT ({err})"))?;
+        }
+        if let Some(v) = overrides.endpoint.clone().or(file.endpoint) {
+            if !v.starts_with('/') {
+                return Err(format!("endpoint '{v}' must start with '/'"));
+            }
+            s.endpoint = v;
+        }
+        if let Some(v) = overrides.allowed_origins.clone().or(file.allowed_origins) {
+            s.allowed_origins = v;
+        }
+        if let Some(v) = overrides.max_body_bytes.or(file.max_body_bytes) {
+            s.max_body_bytes = v;
+        }
+        if let Some(v) = overrides.response_budget.or(file.response_budget) {
+            s.response_budget = v;
+        }
+        if let Some(v) = &overrides.log_format {
+            s.log_format = match v.as_str() {
+                "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                other => return Err(format!("log format '{other}' is not text or json")),
+            };
+        } else if let Some(v) = file.log_format {
+            s.log_format = v;
+        }
+        if let Some(v) = &overrides.watch {
+            s.watch = match v.as_str() {
+                "events" => WatchMode::Events,
+                "poll" => WatchMode::Poll,
+                "off" => WatchMode::Off,
+                other => return Err(format!("watch mode '{other}' is not events, poll or off")),
+            };
+        } else if let Some(v) = file.watch {
+            s.watch = v;
+        }
+        let ms = Duration::from_millis;
+        if let Some(v) = overrides.debounce_ms.or(file.debounce_ms) {
+            s.debounce = ms(v);
+        }
+        if let Some(v) = overrides.poll_interval_ms.or(file.poll_interval_ms) {
+            s.poll_interval = ms(v.max(10));
+        }
+        if let Some(v) = overrides.keepalive_ms.or(file.keepalive_ms) {
+            s.keepalive = ms(v.max(10));
+        }
+        if let Some(v) = overrides.max_streams.or(file.max_streams) {
+            s.max_streams = v;
+        }
+        if let Some(v) = overrides
+            .max_streams_per_caller
+            .or(file.max_streams_per_caller)
+        {
+            s.max_streams_per_caller = v;
+        }
+        if let Some(v) = file.shutdown_grace_ms {
+            s.shutdown_grace = ms(v);
+        }
+        if let Some(v) = overrides.demo_backend.or(file.demo_backend) {
+            s.demo_backend = v;
+        }
+        Ok(s)
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileSettings, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    toml::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_the_file_and_the_file_beats_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sezzlee.toml");
+        std::fs::write(
+            &file,
+            "listen = \"127.0.0.1:9000\"\nresponse_budget = 1000\nendpoint = \"/x\"\n",
+        )
+        .unwrap();
+        let overrides = Overrides {
+            listen: Some("127.0.0.1:9100".to_string()),
+            ..Overrides::default()
+        };
+        let s = Settings::resolve(&overrides, Some(&file)).unwrap();
+        assert_eq!(s.listen.port(), 9100);
+        assert_eq!(s.response_budget, 1000);
+        assert_eq!(s.endpoint, "/x");
+        assert_eq!(s.max_body_bytes, Settings::default().max_body_bytes);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_reason() {
+        let bad = Overrides {
+            listen: Some("nowhere".to_string()),
+            ..Overrides::default()
+        };
+        assert!(
+            Settings::resolve(&bad, None)
+                .unwrap_err()
+                .contains("nowhere")
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.toml");
+        std::fs::write(&file, "lisen = 1\n").unwrap();
+        assert!(
+            Settings::resolve(&Overrides::default(), Some(&file))
+                .unwrap_err()
+                .contains("lisen")
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! The catalog being served, swapped whole on reload.
+//!
+//! Requests load one [`Served`] snapshot and use it to the end, so each sees
+//! the old catalog or the new one, never a mix, and an invocation in flight
+//! finishes on the catalog it started with. The generation counter and its
+//! watch channel are how listen streams learn of changes without a reload
+//! ever waiting on them.
+
+use crate::catalog::Catalog;
+use crate::tools::Prepared;
+use arc_swap::ArcSwap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::watch;
+
+/// One immutable catalog with everything precomputed for serving it.
+pub struct Served {
+    pub catalog: Catalog,
+    pub prepared: Prepared,
+    /// Starts at 0 in every process; +1 per rebuild that changed anything.
+    pub generation: u64,
+    pub loaded_at: SystemTime,
+    pub build_duration: Duration,
+}
+
+impl Served {
+    pub fn new(catalog: Catalog, generation: u64, build_duration: Duration) -> Served {
+        let prepared = Prepared::new(&catalog);
+        Served {
+            catalog,
+            prepared,
+            generation,
+            loaded_at: SystemTime::now(),
+            build_duration,
+        }
+    }
+}
+
+/// Holder of the current snapshot.
+pub struct Store {
+    current: ArcSwap<Served>,
+    generation: watch::Sender<u64>,
+}
+
+impl Store {
+    pub fn new(served: Served) -> Store {
+        let (generation, _) = watch::channel(served.generation);
+        Store {
+            current: ArcSwap::from_pointee(served),
+            generation,
+        }
+    }
+
+    /// The snapshot a request works on.
+    pub fn current(&self) -> Arc<Served> {
+        self.current.load_full()
+    }
+
+    /// Replaces the snapshot and tells listeners the new generation.
+    pub fn swap(&self, served: Served) {
+        let generation = served.generation;
+        self.current.store(Arc::new(served));
+        // send_replace never waits and works with no receiver.
+        self.generation.send_replace(generation);
+    }
+
+    /// A receiver that always holds the latest generation (never a backlog).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+}

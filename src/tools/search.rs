@@ -1,0 +1,188 @@
+//! search_tools: ranked compact cards (or full definitions) of the tools
+//! the caller may see.
+//!
+//! Keywords rank and never filter; `tags` filter as a whole-tag
+//! conjunction; `total` and the tag vocabulary describe the caller's
+//! visible catalog, not the page, so an agent can widen without another
+//! exploratory call.
+
+use super::envelope::{ToolAnswer, invalid_type, within_budget};
+use super::{Context, load};
+use crate::catalog::search::fold;
+use crate::visibility::View;
+use serde_json::{Map, Value, json};
+
+pub const DEFAULT_LIMIT: usize = 20;
+pub const MAX_LIMIT: usize = 50;
+/// Above this many distinct tags the vocabulary is omitted, not shortened.
+pub const MAX_VOCABULARY: usize = 200;
+
+/// Parsed, coerced arguments.
+#[derive(Debug, PartialEq)]
+pub struct SearchRequest {
+    pub query: String,
+    pub limit: usize,
+    pub schema_detail: bool,
+    /// Folded; empty filters nothing.
+    pub tags: Vec<String>,
+}
+
+/// Coerces the arguments per the contract, or the `invalid_type` answer.
+pub fn parse(arguments: &Value) -> Result<SearchRequest, ToolAnswer> {
+    let get = |key: &str| arguments.get(key).filter(|v| !v.is_null());
+    let query = match get("query") {
+        None => String::new(),
+        Some(Value::String(q)) => q.clone(),
+        Some(other) => return Err(invalid_type("query", "a string", other)),
+    };
+    let limit = match get("limit") {
+        None => DEFAULT_LIMIT,
+        Some(Value::Number(n)) => {
+            let value = n.as_f64().unwrap_or(DEFAULT_LIMIT as f64).trunc();
+            value.clamp(1.0, MAX_LIMIT as f64) as usize
+        }
+        Some(other) => return Err(invalid_type("limit", "an integer", other)),
+    };
+    let schema_detail = get("detail").and_then(Value::as_str) == Some("schema");
+    let tags = match get("tags") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => {
+            let mut tags = Vec::with_capacity(items.len());
+            for item in items {
+                match item {
+                    Value::String(tag) => tags.push(fold(tag)),
+                    other => return Err(invalid_type("tags", "an array of strings", other)),
+                }
+            }
+            tags
+        }
+        Some(other) => return Err(invalid_type("tags", "an array of strings", other)),
+    };
+    Ok(SearchRequest {
+        query,
+        limit,
+        schema_detail,
+        tags,
+    })
+}
+
+pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
+    let request = match parse(arguments) {
+        Ok(request) => request,
+        Err(answer) => return answer,
+    };
+    let served = context.served;
+    let tools = served.catalog.tools();
+    let prepared = &served.prepared;
+    let views: Option<Vec<View>> = (!context.caller.sees_everything())
+        .then(|| tools.iter().map(|t| context.caller.view(t)).collect());
+    let visible = |i: usize| views.as_ref().is_none_or(|v| v[i] != View::Hidden);
+    let tagged = |i: usize| {
+        request
+            .tags
+            .iter()
+            .all(|wanted| prepared.folded_tags[i].iter().any(|t| t == wanted))
+    };
+    let include = |i: usize| visible(i) && tagged(i);
+    let total = (0..tools.len()).filter(|&i| include(i)).count();
+    let ranked = served
+        .catalog
+        .search_index()
+        .top(&request.query, request.limit, include);
+    let vocabulary: Vec<&String> = match &views {
+        None => prepared.vocabulary.iter().collect(),
+        Some(_) => {
+            let mut tags: Vec<&String> = (0..tools.len())
+                .filter(|&i| visible(i))
+                .flat_map(|i| prepared.folded_tags[i].iter())
+                .collect();
+            tags.sort();
+            tags.dedup();
+            tags
+        }
+    };
+    let results: Vec<Value> = ranked
+        .into_iter()
+        .map(|i| {
+            let uncertain = matches!(
+                views.as_ref().map(|v| v[i]),
+                Some(View::Visible { uncertain: true })
+            );
+            if request.schema_detail {
+                load::answer(&tools[i], uncertain)
+            } else {
+                card(&tools[i].name, &prepared.cards[i], uncertain)
+            }
+        })
+        .collect();
+    let mut answer = Map::new();
+    answer.insert("total".to_string(), json!(total));
+    if !vocabulary.is_empty() && vocabulary.len() <= MAX_VOCABULARY {
+        answer.insert("tags".to_string(), json!(vocabulary));
+    }
+    answer.insert("results".to_string(), Value::Array(results));
+    within_budget(
+        ToolAnswer::ok(Value::Object(answer)),
+        context.budget,
+        "Ask for less: use detail \"card\" instead of \"schema\", a narrower query (or tags), or a smaller limit.",
+    )
+}
+
+fn card(name: &str, card: &super::cards::Card, uncertain: bool) -> Value {
+    let mut out = Map::new();
+    out.insert("name".to_string(), json!(name));
+    out.insert("description".to_string(), json!(card.description));
+    out.insert("parameters".to_string(), json!(card.parameters));
+    if uncertain {
+        out.insert("authUncertain".to_string(), json!(true));
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_coerced_per_the_contract() {
+        let defaults = parse(&json!({})).unwrap();
+        assert_eq!(
+            defaults,
+            SearchRequest {
+                query: String::new(),
+                limit: 20,
+                schema_detail: false,
+                tags: vec![]
+            }
+        );
+        assert_eq!(parse(&json!({"limit": 0})).unwrap().limit, 1);
+        assert_eq!(parse(&json!({"limit": 500})).unwrap().limit, 50);
+        assert_eq!(parse(&json!({"limit": 7.9})).unwrap().limit, 7);
+        assert_eq!(parse(&json!({"limit": -3})).unwrap().limit, 1);
+        assert!(!parse(&json!({"detail": "Schema"})).unwrap().schema_detail);
+        assert!(!parse(&json!({"detail": 3})).unwrap().schema_detail);
+        assert!(parse(&json!({"detail": "schema"})).unwrap().schema_detail);
+        assert_eq!(
+            parse(&json!({"tags": ["Facturación", "Order Notes"]}))
+                .unwrap()
+                .tags,
+            ["facturacion", "order notes"]
+        );
+        assert_eq!(
+            parse(&json!({"tags": null, "query": null})).unwrap(),
+            defaults
+        );
+        for bad in [
+            json!({"query": 5}),
+            json!({"limit": "5"}),
+            json!({"tags": "orders"}),
+            json!({"tags": [1]}),
+        ] {
+            assert_eq!(
+                parse(&bad).unwrap_err().code(),
+                Some("invalid_type"),
+                "{bad}"
+            );
+        }
+    }
+}
