@@ -4,11 +4,11 @@
 //! Built once at start-up and shared by every request through one `Arc`;
 //! no other global state exists.
 
+use crate::backend::{Client, DEFAULT_MAX_RESPONSE_BYTES};
 use crate::catalog::{Catalog, Sources};
 use crate::mcp::listen::Registry;
 use crate::settings::Settings;
 use crate::store::{Served, Store};
-use crate::tools::invoke::Backend;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::watch;
@@ -16,8 +16,10 @@ use tokio::sync::watch;
 pub struct Gateway {
     pub settings: Settings,
     pub store: Arc<Store>,
-    pub backend: Backend,
+    pub backend: Client,
     pub streams: Arc<Registry>,
+    /// `http://HOST:PORT` once bound: `${SEZZLEE_SELF}` in backend URLs.
+    pub self_url: std::sync::OnceLock<String>,
     /// Flips to `true` once shutdown begins.
     pub shutdown: watch::Sender<bool>,
 }
@@ -27,11 +29,12 @@ impl Gateway {
     pub fn new(settings: Settings, catalog: Catalog, build: std::time::Duration) -> Arc<Gateway> {
         let (shutdown, _) = watch::channel(false);
         Arc::new(Gateway {
-            backend: Backend::new(),
+            backend: Client::new(DEFAULT_MAX_RESPONSE_BYTES),
             settings,
             store: Arc::new(Store::new(Served::new(catalog, 0, build))),
             streams: Arc::new(Registry::default()),
             shutdown,
+            self_url: std::sync::OnceLock::new(),
         })
     }
 

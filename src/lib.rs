@@ -4,6 +4,7 @@
 //! The library holds every part; `main.rs` is only the command line. See
 //! ARCHITECTURE.md for the map.
 
+pub mod backend;
 pub mod catalog;
 pub mod check;
 pub mod demo;

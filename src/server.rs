@@ -71,6 +71,7 @@ pub async fn run(settings: Settings) -> ExitCode {
 /// Serves on a bound listener until a shutdown signal.
 pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Result<()> {
     let address = listener.local_addr()?;
+    let _ = gateway.self_url.set(format!("http://{address}"));
     tracing::info!(
         "sezzlee listening on http://{address}{}",
         gateway.settings.endpoint

@@ -9,9 +9,12 @@ use crate::catalog::Tool;
 
 /// The identity a request carries. With no `[auth]` configured every
 /// caller is anonymous and the whole catalog is public.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Caller {
     pub subject: Option<String>,
+    /// The request's headers: the identity `invoke_tool` forwards (only the
+    /// headers a backend is configured to receive ever leave).
+    pub headers: axum::http::HeaderMap,
     /// The peer address, which keys anonymous callers' stream limits.
     pub address: Option<std::net::IpAddr>,
     pub scopes: Vec<String>,

@@ -222,6 +222,11 @@ impl Catalog {
         &self.index
     }
 
+    /// The index of a tool in [`Catalog::tools`].
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.by_name.get(name).and_then(|&i| self.tools.get(i))
     }

@@ -98,6 +98,7 @@ async fn post_mcp(
     };
     let mut caller = Caller::anonymous();
     caller.address = Some(peer.ip());
+    caller.headers = headers.clone();
     let reply = if is_modern(&headers, &message.params) {
         modern::handle(&gateway, &headers, message, caller).await
     } else {

@@ -56,7 +56,7 @@ async fn serve(
     caller: Caller,
 ) -> Result<Reply, RpcError> {
     let meta = message.params.get("_meta").cloned().unwrap_or(Value::Null);
-    let version = check_version(&meta)?;
+    let version = check_version(&meta, headers)?;
     if !meta.get(CAPABILITIES_KEY).is_some_and(Value::is_object) {
         return Err(invalid_params(format!(
             "Invalid params: _meta must carry {CAPABILITIES_KEY} (an object) on every request"
@@ -97,8 +97,9 @@ async fn serve(
     ))
 }
 
-/// The requested version, if this server speaks it.
-fn check_version(meta: &Value) -> Result<&str, RpcError> {
+/// The requested version, if this server speaks it. A header that
+/// disagrees with the body is a mismatch before it is anything else.
+fn check_version<'m>(meta: &'m Value, headers: &HeaderMap) -> Result<&'m str, RpcError> {
     let Some(requested) = meta.get(VERSION_KEY) else {
         return Err(invalid_params(format!(
             "Invalid params: _meta must carry {VERSION_KEY}"
@@ -109,6 +110,13 @@ fn check_version(meta: &Value) -> Result<&str, RpcError> {
             "Invalid params: {VERSION_KEY} must be a string"
         )));
     };
+    if let Ok(Some(header)) = headers::value(headers, headers::PROTOCOL_VERSION)
+        && header != requested
+    {
+        return Err(mismatch(format!(
+            "MCP-Protocol-Version header value '{header}' does not match body value '{requested}'"
+        )));
+    }
     if requested != MODERN_VERSION {
         return Err(unsupported_version(requested));
     }
@@ -263,6 +271,7 @@ pub async fn tools_call(
         caller: &caller,
         budget: gateway.settings.response_budget,
         backend: &gateway.backend,
+        self_url: gateway.self_url.get().map(String::as_str),
     };
     let answer = tools::call(&context, name, arguments).await;
     Ok(call_tool_result(&answer))

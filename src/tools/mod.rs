@@ -18,6 +18,7 @@ use crate::visibility::Caller;
 use cards::Card;
 pub use envelope::ToolAnswer;
 use serde_json::{Value, json};
+use std::sync::OnceLock;
 
 /// The names, in the order tools/list publishes them.
 pub const TOOL_NAMES: [&str; 3] = ["search_tools", "load_tool", "invoke_tool"];
@@ -31,7 +32,9 @@ pub struct Context<'a> {
     pub caller: &'a Caller,
     /// Largest answer, in characters of serialised JSON.
     pub budget: usize,
-    pub backend: &'a invoke::Backend,
+    pub backend: &'a crate::backend::Client,
+    /// The gateway's own address, for `${SEZZLEE_SELF}` in backend URLs.
+    pub self_url: Option<&'a str>,
 }
 
 /// Per-catalog data computed once, off the request path.
@@ -41,6 +44,8 @@ pub struct Prepared {
     pub folded_tags: Vec<Vec<String>>,
     /// The folded tag vocabulary of the whole catalog.
     pub vocabulary: Vec<String>,
+    /// Each tool's compiled inputSchema, built on first use.
+    validators: Vec<OnceLock<Result<jsonschema::Validator, String>>>,
 }
 
 impl Prepared {
@@ -58,11 +63,32 @@ impl Prepared {
         let mut vocabulary: Vec<String> = folded_tags.iter().flatten().cloned().collect();
         vocabulary.sort();
         vocabulary.dedup();
+        let validators = (0..catalog.tools().len())
+            .map(|_| OnceLock::new())
+            .collect();
         Prepared {
             cards,
             folded_tags,
             vocabulary,
+            validators,
         }
+    }
+
+    /// The compiled inputSchema of tool `index` (compiled once, then shared).
+    pub fn validator(
+        &self,
+        index: usize,
+        tool: &crate::catalog::Tool,
+    ) -> Result<&jsonschema::Validator, String> {
+        let slot = self.validators.get(index).ok_or("no such tool")?;
+        slot.get_or_init(|| {
+            jsonschema::options()
+                .with_draft(jsonschema::Draft::Draft202012)
+                .build(&tool.input_schema.to_value())
+                .map_err(|err| err.to_string())
+        })
+        .as_ref()
+        .map_err(Clone::clone)
     }
 }
 
