@@ -10,6 +10,7 @@ pub mod check;
 pub mod demo;
 pub mod gateway;
 pub mod mcp;
+pub mod reload;
 pub mod server;
 pub mod settings;
 pub mod status;

@@ -8,6 +8,8 @@
 //! in-flight calls finish within the grace period.
 
 use crate::catalog::diagnostics::codes;
+use crate::catalog::{Severity, Sources};
+use crate::reload::{self, Reloader};
 use crate::gateway::Gateway;
 use crate::settings::Settings;
 use std::net::SocketAddr;
@@ -17,14 +19,36 @@ use tokio::net::TcpListener;
 
 /// Runs the gateway; returns the process exit code.
 pub async fn run(settings: Settings) -> ExitCode {
-    let (gateway, _sources) = match Gateway::load(settings.clone()) {
+    let (gateway, sources) = match load_checked(settings.clone()) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let listener = match TcpListener::bind(gateway.settings.listen).await {
+        Ok(listener) => listener,
+        Err(err) => {
+            tracing::error!("cannot listen on {}: {err}", gateway.settings.listen);
+            return ExitCode::from(2);
+        }
+    };
+    let reloader = Reloader::new(gateway.clone(), sources);
+    let _watcher = reload::start(reloader);
+    match serve(gateway, listener).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("server error: {err}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Loads the catalog; a sidecar with an invalid configuration (or an
+/// unreadable folder) stops the start with exit code 2.
+pub fn load_checked(settings: Settings) -> Result<(Arc<Gateway>, Sources), ExitCode> {
+    let (gateway, sources) = match Gateway::load(settings.clone()) {
         Ok(loaded) => loaded,
         Err(err) => {
-            tracing::error!(
-                "cannot read catalogs folder {}: {err}",
-                settings.catalogs.display()
-            );
-            return ExitCode::from(2);
+            tracing::error!("cannot read catalogs folder {}: {err}", settings.catalogs.display());
+            return Err(ExitCode::from(2));
         }
     };
     let served = gateway.store.current();
@@ -32,16 +56,15 @@ pub async fn run(settings: Settings) -> ExitCode {
         .catalog
         .diagnostics
         .iter()
-        .filter(|d| {
-            d.code == codes::INVALID_CONFIGURATION && d.severity == crate::catalog::Severity::Error
-        })
+        .filter(|d| d.code == codes::INVALID_CONFIGURATION && d.severity == Severity::Error)
         .filter(|d| crate::catalog::source::is_sidecar(&d.file))
         .collect();
     if !refused.is_empty() {
         for diagnostic in refused {
             tracing::error!("configuration error: {diagnostic}");
+            eprintln!("sezzlee serve: configuration error: {diagnostic}");
         }
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     }
     for diagnostic in &served.catalog.diagnostics {
         tracing::warn!("{diagnostic}");
@@ -52,20 +75,7 @@ pub async fn run(settings: Settings) -> ExitCode {
         "catalog loaded"
     );
     drop(served);
-    let listener = match TcpListener::bind(gateway.settings.listen).await {
-        Ok(listener) => listener,
-        Err(err) => {
-            tracing::error!("cannot listen on {}: {err}", gateway.settings.listen);
-            return ExitCode::from(2);
-        }
-    };
-    match serve(gateway, listener).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!("server error: {err}");
-            ExitCode::from(1)
-        }
-    }
+    Ok((gateway, sources))
 }
 
 /// Serves on a bound listener until a shutdown signal.

@@ -165,6 +165,10 @@ pub struct Catalog {
     by_name: HashMap<String, usize>,
     pub documents: Vec<DocumentSummary>,
     pub diagnostics: Vec<Diagnostic>,
+    /// What agents can observe of the catalog (names, versions, tags,
+    /// search terms, visibility rules): equal fingerprints mean a rebuild
+    /// changed nothing an agent could notice.
+    fingerprint: [u8; 32],
 }
 
 impl Catalog {
@@ -203,18 +207,25 @@ impl Catalog {
                 tags: &tool.tags,
             }
         }));
+        let fingerprint = observable_fingerprint(&tools);
         Catalog {
             tools,
             index,
             by_name,
             documents,
             diagnostics,
+            fingerprint,
         }
     }
 
     /// All tools, sorted by name.
     pub fn tools(&self) -> &[Tool] {
         &self.tools
+    }
+
+    /// See the field: equal means nothing an agent can observe changed.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        self.fingerprint
     }
 
     /// The search index; document `i` is `tools()[i]`.
@@ -245,4 +256,23 @@ impl Catalog {
             .filter(|d| d.severity == severity)
             .count()
     }
+}
+
+/// SHA-256 over everything an agent can observe per tool, in name order.
+fn observable_fingerprint(tools: &[Tool]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for tool in tools {
+        let observable = json!({
+            "name": tool.name,
+            "version": tool.version,
+            "tags": tool.tags,
+            "searchTerms": tool.search_terms,
+            "policy": tool.policy.as_ref().map(|p| json!({"anyScope": p.any_scope, "anyRole": p.any_role, "public": p.public})),
+            "security": tool.operation.security,
+        });
+        hasher.update(observable.to_string().as_bytes());
+        hasher.update(b"\n");
+    }
+    hasher.finalize().into()
 }
