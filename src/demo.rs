@@ -71,7 +71,7 @@ pub fn router<S>() -> Router<S> {
     let state: Shared = Arc::new(Mutex::new(seeded()));
     Router::new()
         .route("/orders", get(list_orders).post(create_order))
-        .route("/orders/{id}", get(get_order))
+        .route("/orders/{id}", get(get_order).delete(purge_order))
         .route("/orders/{id}/cancel", post(cancel_order))
         .route("/orders/{id}/notes", get(list_notes).post(add_note))
         .route("/invoices/{order_id}", get(get_invoice))
@@ -151,6 +151,13 @@ async fn create_order(State(state): State<Shared>, body: Option<axum::Json<Value
 async fn get_order(State(state): State<Shared>, Path(id): Path<u64>) -> Response {
     match lock(&state).by_id.get(&id) {
         Some(order) => reply(StatusCode::OK, order.to_json()),
+        None => not_found(id),
+    }
+}
+
+async fn purge_order(State(state): State<Shared>, Path(id): Path<u64>) -> Response {
+    match lock(&state).by_id.remove(&id) {
+        Some(_) => StatusCode::NO_CONTENT.into_response(),
         None => not_found(id),
     }
 }

@@ -4,6 +4,7 @@
 //! Built once at start-up and shared by every request through one `Arc`;
 //! no other global state exists.
 
+use crate::auth::Authenticator;
 use crate::backend::{Client, DEFAULT_MAX_RESPONSE_BYTES};
 use crate::catalog::{Catalog, Sources};
 use crate::mcp::listen::Registry;
@@ -15,6 +16,8 @@ use tokio::sync::watch;
 
 pub struct Gateway {
     pub settings: Settings,
+    /// Verifies the credentials requests carry.
+    pub auth: Authenticator,
     pub store: Arc<Store>,
     pub backend: Client,
     pub streams: Arc<Registry>,
@@ -28,7 +31,14 @@ impl Gateway {
     /// A gateway serving `catalog` as generation 0.
     pub fn new(settings: Settings, catalog: Catalog, build: std::time::Duration) -> Arc<Gateway> {
         let (shutdown, _) = watch::channel(false);
+        // Fail closed: with auth configured but unloadable, every caller is
+        // anonymous (server::load_checked refuses to start in that case).
+        let auth = Authenticator::from_settings(settings.auth.as_ref()).unwrap_or_else(|why| {
+            tracing::error!("auth configuration: {why}; every caller is treated as anonymous");
+            Authenticator::deny_all()
+        });
         Arc::new(Gateway {
+            auth,
             backend: Client::new(DEFAULT_MAX_RESPONSE_BYTES),
             settings,
             store: Arc::new(Store::new(Served::new(catalog, 0, build))),

@@ -4,6 +4,7 @@
 //! The library holds every part; `main.rs` is only the command line. See
 //! ARCHITECTURE.md for the map.
 
+pub mod auth;
 pub mod backend;
 pub mod catalog;
 pub mod check;
@@ -15,5 +16,6 @@ pub mod server;
 pub mod settings;
 pub mod status;
 pub mod store;
+pub mod token;
 pub mod tools;
 pub mod visibility;

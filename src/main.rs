@@ -30,6 +30,28 @@ enum Command {
         #[arg(long)]
         emit: bool,
     },
+    /// Mint an HS256 JWT for trying per-caller visibility locally.
+    Token {
+        /// Environment variable holding the HS256 secret.
+        #[arg(long, default_value = "SEZZLEE_DEMO_SECRET")]
+        secret_env: String,
+        /// The token's subject.
+        #[arg(long, default_value = "demo-user")]
+        sub: String,
+        /// Scopes (repeat or comma separate).
+        #[arg(long, value_delimiter = ',')]
+        scope: Vec<String>,
+        /// Roles (repeat or comma separate).
+        #[arg(long, value_delimiter = ',')]
+        role: Vec<String>,
+        #[arg(long)]
+        issuer: Option<String>,
+        #[arg(long)]
+        audience: Option<String>,
+        /// Lifetime in seconds.
+        #[arg(long, default_value_t = 3600)]
+        ttl: u64,
+    },
 }
 
 #[derive(Args)]
@@ -106,6 +128,23 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check { dir, emit } => sezzlee::check::run(&dir, emit),
+        Command::Token {
+            secret_env,
+            sub,
+            scope,
+            role,
+            issuer,
+            audience,
+            ttl,
+        } => sezzlee::token::run(&sezzlee::token::TokenRequest {
+            secret_env,
+            subject: sub,
+            scopes: scope,
+            roles: role,
+            issuer,
+            audience,
+            ttl_seconds: ttl,
+        }),
         Command::Serve(args) => {
             let settings = match Settings::resolve(&args.overrides(), args.config.as_deref()) {
                 Ok(settings) => settings,

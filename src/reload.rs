@@ -95,7 +95,12 @@ impl Reloader {
         self.gateway
             .store
             .swap(Served::new(catalog, generation, started.elapsed()));
-        tracing::info!(generation, tools, elapsed_ms = started.elapsed().as_millis() as u64, "catalog reloaded");
+        tracing::info!(
+            generation,
+            tools,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "catalog reloaded"
+        );
         if changed {
             Outcome::Bumped(generation)
         } else {
@@ -171,7 +176,12 @@ fn spawn_sighup(_wake: Arc<Notify>) {}
 
 /// Waits for a wake-up (or the poll interval), then for `debounce` of
 /// quiet (at most [`MAX_DELAY`]), then rescans.
-async fn debounce_loop(reloader: Arc<Reloader>, wake: Arc<Notify>, debounce: Duration, poll: Option<Duration>) {
+async fn debounce_loop(
+    reloader: Arc<Reloader>,
+    wake: Arc<Notify>,
+    debounce: Duration,
+    poll: Option<Duration>,
+) {
     let mut shutdown = reloader.gateway.shutdown.subscribe();
     loop {
         let woken = async {

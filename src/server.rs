@@ -9,8 +9,8 @@
 
 use crate::catalog::diagnostics::codes;
 use crate::catalog::{Severity, Sources};
-use crate::reload::{self, Reloader};
 use crate::gateway::Gateway;
+use crate::reload::{self, Reloader};
 use crate::settings::Settings;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -44,10 +44,18 @@ pub async fn run(settings: Settings) -> ExitCode {
 /// Loads the catalog; a sidecar with an invalid configuration (or an
 /// unreadable folder) stops the start with exit code 2.
 pub fn load_checked(settings: Settings) -> Result<(Arc<Gateway>, Sources), ExitCode> {
+    if let Err(why) = crate::auth::Authenticator::from_settings(settings.auth.as_ref()) {
+        tracing::error!("configuration error: {why}");
+        eprintln!("sezzlee serve: configuration error: {why}");
+        return Err(ExitCode::from(2));
+    }
     let (gateway, sources) = match Gateway::load(settings.clone()) {
         Ok(loaded) => loaded,
         Err(err) => {
-            tracing::error!("cannot read catalogs folder {}: {err}", settings.catalogs.display());
+            tracing::error!(
+                "cannot read catalogs folder {}: {err}",
+                settings.catalogs.display()
+            );
             return Err(ExitCode::from(2));
         }
     };

@@ -44,6 +44,48 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// Serve the built-in demo backend under `/demo`.
     pub demo_backend: bool,
+    /// Identity verification; `None`: everything is public.
+    pub auth: Option<AuthSettings>,
+}
+
+/// `[auth]`: how callers are identified. Only names of environment
+/// variables and paths of key files live here, never a secret.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    pub jwt: Option<JwtSettings>,
+    #[serde(default)]
+    pub api_keys: Vec<ApiKeySettings>,
+}
+
+/// `[auth.jwt]`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JwtSettings {
+    /// Environment variable holding the HS256 secret.
+    pub hs256_secret_env: Option<String>,
+    /// RS256/ES256 public keys, PEM files.
+    #[serde(default)]
+    pub public_keys: Vec<PathBuf>,
+    /// A JWKS file with RS256/ES256 keys.
+    pub jwks_file: Option<PathBuf>,
+    pub issuer: Option<String>,
+    pub audience: Option<String>,
+}
+
+/// One `[[auth.api_keys]]` entry.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeySettings {
+    /// The request header carrying the key.
+    pub header: String,
+    /// Environment variable holding the key.
+    pub key_env: String,
+    pub subject: String,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    #[serde(default)]
+    pub roles: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -82,6 +124,7 @@ impl Default for Settings {
             max_streams_per_caller: 16,
             shutdown_grace: Duration::from_secs(10),
             demo_backend: true,
+            auth: None,
         }
     }
 }
@@ -105,6 +148,7 @@ pub struct FileSettings {
     pub max_streams_per_caller: Option<usize>,
     pub shutdown_grace_ms: Option<u64>,
     pub demo_backend: Option<bool>,
+    pub auth: Option<AuthSettings>,
 }
 
 /// Values given on the command line or in the environment (clap reads
@@ -205,8 +249,32 @@ impl Settings {
         if let Some(v) = overrides.demo_backend.or(file.demo_backend) {
             s.demo_backend = v;
         }
+        s.auth = file.auth;
+        if let Some(jwt) = jwt_from_env()? {
+            s.auth.get_or_insert_with(AuthSettings::default).jwt = Some(jwt);
+        }
         Ok(s)
     }
+}
+
+/// `SEZZLEE_JWT_*` variables configure `[auth.jwt]` without a file.
+fn jwt_from_env() -> Result<Option<JwtSettings>, String> {
+    let get = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let secret_env = get("SEZZLEE_JWT_HS256_SECRET_ENV");
+    let public_keys = get("SEZZLEE_JWT_PUBLIC_KEYS");
+    let jwks_file = get("SEZZLEE_JWT_JWKS_FILE");
+    if secret_env.is_none() && public_keys.is_none() && jwks_file.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(JwtSettings {
+        hs256_secret_env: secret_env,
+        public_keys: public_keys
+            .map(|list| list.split(',').map(|p| PathBuf::from(p.trim())).collect())
+            .unwrap_or_default(),
+        jwks_file: jwks_file.map(PathBuf::from),
+        issuer: get("SEZZLEE_JWT_ISSUER"),
+        audience: get("SEZZLEE_JWT_AUDIENCE"),
+    }))
 }
 
 fn read_file(path: &Path) -> Result<FileSettings, String> {

@@ -56,12 +56,18 @@ impl Store {
         self.current.load_full()
     }
 
-    /// Replaces the snapshot and tells listeners the new generation.
+    /// Replaces the snapshot and tells listeners the new generation. A
+    /// swap that keeps the generation (a rebuild that changed nothing an
+    /// agent can observe, such as a new diagnostic) wakes no listener.
     pub fn swap(&self, served: Served) {
         let generation = served.generation;
         self.current.store(Arc::new(served));
-        // send_replace never waits and works with no receiver.
-        self.generation.send_replace(generation);
+        // send_if_modified never waits and works with no receiver.
+        self.generation.send_if_modified(|current| {
+            let changed = *current != generation;
+            *current = generation;
+            changed
+        });
     }
 
     /// A receiver that always holds the latest generation (never a backlog).

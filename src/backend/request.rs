@@ -173,12 +173,25 @@ pub fn build(
 /// One path segment: the simple/label/matrix serialisation,
 /// percent-encoded so `/`, `?`, `#` and `..` cannot change the path.
 fn path_value(argument: &Argument, value: &Value) -> Result<String, String> {
-    let parts = flatten(value, argument.explode, ",");
-    let encoded = parts
-        .iter()
-        .map(|p| utf8_percent_encode(p, COMPONENT).to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    // Each item is encoded on its own, so the separators stay literal and
+    // a `,` or `=` inside an item cannot be mistaken for one.
+    let enc = |text: &str| utf8_percent_encode(text, COMPONENT).to_string();
+    let encoded = match value {
+        Value::Array(items) => items
+            .iter()
+            .map(|v| enc(&scalar_text(v, false)))
+            .collect::<Vec<_>>()
+            .join(","),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let separator = if argument.explode { "=" } else { "," };
+                format!("{}{separator}{}", enc(k), enc(&scalar_text(v, false)))
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        other => enc(&scalar_text(other, false)),
+    };
     if encoded.is_empty() || encoded.chars().all(|c| c == '.') {
         return Err(format!(
             "path parameter '{}' cannot be empty, '.' or '..'",
@@ -271,7 +284,15 @@ fn query_pairs(argument: &Argument, value: &Value) -> Vec<String> {
                 _ => ",",
             };
             let joined: Vec<String> = items.iter().map(|v| enc(&scalar_text(v, false))).collect();
-            vec![format!("{name}={}", joined.join(&enc(separator)))]
+            // `,` stays literal (the items are encoded, so it cannot be
+            // confused with one); a space, `|` or tab is not allowed in a
+            // query and is percent-encoded.
+            let separator = if separator == "," {
+                ",".to_string()
+            } else {
+                encode(separator, false)
+            };
+            vec![format!("{name}={}", joined.join(&separator))]
         }
         (Value::Object(map), _) => {
             let joined: Vec<String> = map

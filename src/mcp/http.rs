@@ -8,7 +8,6 @@
 use super::jsonrpc::{INVALID_REQUEST, PARSE_ERROR, RpcError, parse_message};
 use super::{Reply, legacy, modern};
 use crate::gateway::Gateway;
-use crate::visibility::Caller;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
@@ -96,7 +95,7 @@ async fn post_mcp(
             return json_response(error.status, &error.body(id.as_ref()));
         }
     };
-    let mut caller = Caller::anonymous();
+    let mut caller = gateway.auth.caller(&headers);
     caller.address = Some(peer.ip());
     caller.headers = headers.clone();
     let reply = if is_modern(&headers, &message.params) {

@@ -6,7 +6,7 @@
 //! (only a 2026-07-28 `subscriptions/listen` stream hears of changes).
 
 use super::headers;
-use super::jsonrpc::{INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, RpcError, result_body};
+use super::jsonrpc::{INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError, result_body};
 use super::{LEGACY_VERSIONS, Reply, server_info};
 use crate::gateway::Gateway;
 use crate::tools;
@@ -74,8 +74,8 @@ fn initialize(params: &Value) -> Result<Map<String, Value>, RpcError> {
         .ok_or_else(|| {
             RpcError::new(
                 StatusCode::BAD_REQUEST,
-                INVALID_REQUEST,
-                "Invalid request: initialize needs params.protocolVersion",
+                INVALID_PARAMS,
+                "Invalid params: initialize needs params.protocolVersion (a string)",
             )
         })?;
     let version = if LEGACY_VERSIONS.contains(&requested) {
