@@ -14,7 +14,7 @@ pub mod search;
 use crate::catalog::Catalog;
 use crate::catalog::search::fold;
 use crate::store::Served;
-use crate::visibility::Caller;
+use crate::visibility::{Caller, Rule};
 use cards::Card;
 pub use envelope::ToolAnswer;
 use serde_json::{Value, json};
@@ -44,6 +44,9 @@ pub struct Prepared {
     pub folded_tags: Vec<Vec<String>>,
     /// The folded tag vocabulary of the whole catalog.
     pub vocabulary: Vec<String>,
+    /// The distinct visibility rules of the catalog, and each tool's rule.
+    pub rules: Vec<Rule>,
+    pub rule_of: Vec<usize>,
     /// Each tool's compiled inputSchema, built on first use.
     validators: Vec<OnceLock<Result<jsonschema::Validator, String>>>,
 }
@@ -66,12 +69,34 @@ impl Prepared {
         let validators = (0..catalog.tools().len())
             .map(|_| OnceLock::new())
             .collect();
+        let mut rules: Vec<Rule> = Vec::new();
+        let rule_of = catalog
+            .tools()
+            .iter()
+            .map(|tool| {
+                let rule = Rule::of(tool);
+                match rules.iter().position(|known| *known == rule) {
+                    Some(index) => index,
+                    None => {
+                        rules.push(rule);
+                        rules.len() - 1
+                    }
+                }
+            })
+            .collect();
         Prepared {
+            rules,
+            rule_of,
             cards,
             folded_tags,
             vocabulary,
             validators,
         }
+    }
+
+    /// Whether every tool is public (no rule to evaluate per caller).
+    pub fn all_public(&self) -> bool {
+        self.rules.iter().all(|rule| *rule == Rule::Public)
     }
 
     /// The compiled inputSchema of tool `index` (compiled once, then shared).

@@ -74,8 +74,16 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
     let served = context.served;
     let tools = served.catalog.tools();
     let prepared = &served.prepared;
-    let views: Option<Vec<View>> = (!context.caller.sees_everything())
-        .then(|| tools.iter().map(|t| context.caller.view(t)).collect());
+    // Rules are evaluated once per distinct rule, not once per tool.
+    let views: Option<Vec<View>> = (!context.caller.sees_everything() && !prepared.all_public())
+        .then(|| {
+            let by_rule: Vec<View> = prepared
+                .rules
+                .iter()
+                .map(|rule| context.caller.view_rule(rule))
+                .collect();
+            prepared.rule_of.iter().map(|&r| by_rule[r]).collect()
+        });
     let visible = |i: usize| views.as_ref().is_none_or(|v| v[i] != View::Hidden);
     let tagged = |i: usize| {
         request
@@ -84,7 +92,11 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
             .all(|wanted| prepared.folded_tags[i].iter().any(|t| t == wanted))
     };
     let include = |i: usize| visible(i) && tagged(i);
-    let total = (0..tools.len()).filter(|&i| include(i)).count();
+    let total = if views.is_none() && request.tags.is_empty() {
+        tools.len()
+    } else {
+        (0..tools.len()).filter(|&i| include(i)).count()
+    };
     let ranked = served
         .catalog
         .search_index()
