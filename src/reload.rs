@@ -160,10 +160,17 @@ fn watch_events(dir: &std::path::Path, wake: Arc<Notify>) -> Option<notify::Reco
 #[cfg(unix)]
 fn spawn_sighup(wake: Arc<Notify>) {
     use tokio::signal::unix::{SignalKind, signal};
-    tokio::spawn(async move {
-        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+    // Registered before returning, not in the task: a SIGHUP sent as soon
+    // as the server listens must rescan, not end the process (the default
+    // action of SIGHUP).
+    let mut hangup = match signal(SignalKind::hangup()) {
+        Ok(hangup) => hangup,
+        Err(err) => {
+            tracing::error!("cannot handle SIGHUP ({err}); it will not rescan");
             return;
-        };
+        }
+    };
+    tokio::spawn(async move {
         while hangup.recv().await.is_some() {
             tracing::info!("SIGHUP: rescanning the catalogs folder");
             wake.notify_one();

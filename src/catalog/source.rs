@@ -204,8 +204,13 @@ fn parse_file(rel: &str, bytes: &[u8]) -> Result<Parsed, FileError> {
     Ok(Parsed::Json(Arc::new(value)))
 }
 
-/// JSON for `.json`, YAML otherwise.
+/// JSON for `.json`, YAML otherwise. An empty file is an error, not an
+/// empty document: it is usually a file caught mid-write, and its last
+/// good version must keep serving.
 pub fn parse_bytes(rel: &str, bytes: &[u8]) -> Result<Value, String> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err("the file is empty".to_string());
+    }
     if rel.to_ascii_lowercase().ends_with(".json") {
         return serde_json::from_slice(bytes).map_err(|err| format!("invalid JSON: {err}"));
     }
@@ -290,6 +295,13 @@ mod tests {
         for name in ["orders.json", "api/orders.yaml", "x.YML"] {
             assert!(is_catalog_file(name), "{name}");
         }
+    }
+
+    #[test]
+    fn empty_files_are_parse_errors() {
+        assert!(parse_bytes("a.yaml", b"").is_err());
+        assert!(parse_bytes("a.yaml", b" \n\t").is_err());
+        assert!(parse_bytes("a.json", b"").is_err());
     }
 
     #[test]
