@@ -2,8 +2,9 @@
 //!
 //! `Authorization: Bearer <JWT>` is verified with the configured keys (an
 //! HS256 secret, RS256/ES256 public keys in PEM files or a JWKS file), with
-//! optional issuer and audience checks and expiry; API keys in a configured
-//! header map to a subject and scopes. A credential the gateway cannot
+//! optional issuer and audience checks (a configured one must be in the
+//! token), expiry and not-before; API keys in a configured header map to a
+//! subject and scopes. A credential the gateway cannot
 //! evaluate (a bearer token with no verifier, an opaque token, HTTP basic,
 //! a cookie) makes visibility *uncertain* rather than denied; an invalid
 //! one counts as no credential. Secrets come only from the environment or
@@ -188,15 +189,26 @@ impl JwtVerifier {
                 continue;
             }
             let mut validation = Validation::new(header.alg);
-            validation.set_required_spec_claims(&["exp"]);
+            // jsonwebtoken compares `iss` and `aud` only when present: a
+            // configured issuer or audience must also be required. A token
+            // is not accepted before its `nbf` either.
+            let mut required = vec!["exp"];
+            validation.validate_nbf = true;
             match &self.issuer {
-                Some(issuer) => validation.set_issuer(&[issuer]),
+                Some(issuer) => {
+                    validation.set_issuer(&[issuer]);
+                    required.push("iss");
+                }
                 None => validation.iss = None,
             }
             match &self.audience {
-                Some(audience) => validation.set_audience(&[audience]),
+                Some(audience) => {
+                    validation.set_audience(&[audience]);
+                    required.push("aud");
+                }
                 None => validation.validate_aud = false,
             }
+            validation.set_required_spec_claims(&required);
             match jsonwebtoken::decode::<Value>(token, &key.key, &validation) {
                 Ok(data) => return Ok(data.claims),
                 Err(err) => last = err.to_string(),
