@@ -445,7 +445,11 @@ fn swagger_20_form_data_files_and_body_parameters() {
         upload["properties"]["caption"],
         json!({"type": ["string", "null"]})
     );
-    assert_eq!(upload["required"], json!(["petId", "file"]));
+    assert_eq!(
+        upload["required"],
+        json!(["file", "petId"]),
+        "sorted: never key-order dependent"
+    );
     let op = &tool(&catalog, "upload_photo").operation;
     assert_eq!(op.body.as_ref().unwrap().media_type, "multipart/form-data");
     assert_eq!(op.base_url.as_deref(), Some("https://api.example.com/v2"));

@@ -49,10 +49,15 @@ fn rename(
     draft.name = new_name;
 }
 
-/// Inside one document, later tools get `_2`, `_3`, … in document order.
+/// Inside one document, clashing tools get `_2`, `_3`, … in route order
+/// (path, then method in OpenAPI's order): the order paths are written in,
+/// for documents that list them sorted, and never dependent on key order,
+/// so reformatting a document cannot make a name call another endpoint.
 fn dedupe_within(document: &mut DocumentBuild) {
     let mut used: HashSet<String> = HashSet::new();
-    for i in 0..document.drafts.len() {
+    let mut order: Vec<usize> = (0..document.drafts.len()).collect();
+    order.sort_by_key(|&i| route_order(&document.drafts[i].route, i));
+    for i in order {
         let name = document.drafts[i].name.clone();
         if used.insert(name.clone()) {
             continue;
@@ -73,6 +78,20 @@ fn dedupe_within(document: &mut DocumentBuild) {
             &mut document.diagnostics,
         );
     }
+}
+
+/// Sort key of a route: path, method rank, then position (variants of one
+/// operation keep their sidecar order).
+fn route_order(route: &str, position: usize) -> (String, usize, usize) {
+    const METHODS: [&str; 8] = [
+        "GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE",
+    ];
+    let (method, path) = route.split_once(' ').unwrap_or(("", route));
+    let rank = METHODS
+        .iter()
+        .position(|m| *m == method)
+        .unwrap_or(METHODS.len());
+    (path.to_string(), rank, position)
 }
 
 /// Names that several documents publish get each document's namespace.

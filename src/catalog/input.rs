@@ -276,6 +276,9 @@ impl<'c, 'r> InputBuilder<'c, 'r> {
             Value::Object(std::mem::take(&mut self.properties)),
         );
         if !self.required.is_empty() {
+            // Sorted: body members arrive in the source's key order, and a
+            // version must not depend on key order.
+            self.required.sort();
             root.insert("required".to_string(), json!(self.required));
         }
         root.insert("additionalProperties".to_string(), json!(false));
@@ -469,7 +472,7 @@ fn choose_request_media_type(content: &Map<String, Value>) -> Option<(&str, &Val
     };
     content
         .iter()
-        .min_by_key(|(media_type, _)| ranked(media_type))
+        .min_by_key(|(media_type, _)| (ranked(media_type), media_type.as_str()))
         .map(|(media_type, media)| (media_type.as_str(), media))
 }
 

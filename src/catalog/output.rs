@@ -82,9 +82,11 @@ fn json_media(content: &Map<String, Value>) -> Option<&Value> {
                 .is_some_and(|b| b.trim() == "application/json")
         })
         .or_else(|| {
+            // The first by name, not by position: key order must not matter.
             content
                 .iter()
-                .find(|(media_type, _)| is_json_media_type(media_type))
+                .filter(|(media_type, _)| is_json_media_type(media_type))
+                .min_by_key(|(media_type, _)| media_type.as_str())
         })
         .or_else(|| {
             content
