@@ -117,7 +117,8 @@ fn classify(err: reqwest::Error) -> Failure {
         detail.push_str(&cause.to_string());
         source = cause.source();
     }
-    if err.is_timeout() {
+    // A connect timeout is a connection failure: nothing was sent.
+    if err.is_timeout() && !err.is_connect() {
         return Failure::Timeout {
             after: Duration::ZERO,
         };

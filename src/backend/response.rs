@@ -25,7 +25,8 @@ pub enum ResponseBody {
     Empty,
     Json(Value),
     Text(String),
-    /// Not shown: `reason` is `binary` or `too_large`.
+    /// Not shown: `reason` is `binary` or `over_budget` (the same word
+    /// invoke_tool uses for a body over the response budget).
     Omitted {
         reason: &'static str,
         bytes: usize,
@@ -76,7 +77,7 @@ pub async fn read(response: reqwest::Response, max: usize) -> Result<BackendResp
             status,
             headers,
             body: ResponseBody::Omitted {
-                reason: "too_large",
+                reason: "over_budget",
                 bytes: declared.unwrap_or(max),
             },
         });
@@ -93,7 +94,7 @@ pub async fn read(response: reqwest::Response, max: usize) -> Result<BackendResp
                 status,
                 headers,
                 body: ResponseBody::Omitted {
-                    reason: "too_large",
+                    reason: "over_budget",
                     bytes: bytes.len() + chunk.len(),
                 },
             });

@@ -285,6 +285,8 @@ fn outgoing_headers(context: &Context, tool: &Tool) -> Result<Vec<(String, Strin
         }
     }
     for (name, value) in &backend.headers {
+        // A configured header replaces a forwarded one of the same name.
+        headers.retain(|(forwarded, _)| !forwarded.eq_ignore_ascii_case(name));
         let value = expand_env(value, context.self_url).map_err(|why| {
             format!(
                 "A configured header of '{}' cannot be built: {why}.",
