@@ -63,8 +63,11 @@ impl Reloader {
             if same_files(&previous, &next) {
                 return Ok::<_, std::io::Error>((next, None));
             }
+            // Cards, folded tags and rules are prepared here too, off the
+            // async workers.
             let catalog = Catalog::build(&next);
-            Ok((next, Some(catalog)))
+            let prepared = crate::tools::Prepared::new(&catalog);
+            Ok((next, Some((catalog, prepared))))
         })
         .await;
         let (next, catalog) = match scanned {
@@ -79,7 +82,7 @@ impl Reloader {
             }
         };
         *sources = next;
-        let Some(catalog) = catalog else {
+        let Some((catalog, prepared)) = catalog else {
             return Outcome::Unchanged;
         };
         for diagnostic in &catalog.diagnostics {
@@ -92,9 +95,15 @@ impl Reloader {
         let changed = served.catalog.fingerprint() != catalog.fingerprint();
         let generation = served.generation + u64::from(changed);
         let tools = catalog.tools().len();
-        self.gateway
-            .store
-            .swap(Served::new(catalog, generation, started.elapsed()));
+        let previous = self.gateway.store.swap(Served::with_prepared(
+            catalog,
+            prepared,
+            generation,
+            started.elapsed(),
+        ));
+        drop(served);
+        // Dropping a large catalog takes a while; not on an async worker.
+        tokio::task::spawn_blocking(move || drop(previous));
         tracing::info!(
             generation,
             tools,

@@ -26,6 +26,16 @@ pub struct Served {
 impl Served {
     pub fn new(catalog: Catalog, generation: u64, build_duration: Duration) -> Served {
         let prepared = Prepared::new(&catalog);
+        Served::with_prepared(catalog, prepared, generation, build_duration)
+    }
+
+    /// With the per-catalog data already computed (off the request path).
+    pub fn with_prepared(
+        catalog: Catalog,
+        prepared: Prepared,
+        generation: u64,
+        build_duration: Duration,
+    ) -> Served {
         Served {
             catalog,
             prepared,
@@ -59,15 +69,17 @@ impl Store {
     /// Replaces the snapshot and tells listeners the new generation. A
     /// swap that keeps the generation (a rebuild that changed nothing an
     /// agent can observe, such as a new diagnostic) wakes no listener.
-    pub fn swap(&self, served: Served) {
+    /// Returns the snapshot it replaced (the caller decides where to drop it).
+    pub fn swap(&self, served: Served) -> Arc<Served> {
         let generation = served.generation;
-        self.current.store(Arc::new(served));
+        let previous = self.current.swap(Arc::new(served));
         // send_if_modified never waits and works with no receiver.
         self.generation.send_if_modified(|current| {
             let changed = *current != generation;
             *current = generation;
             changed
         });
+        previous
     }
 
     /// A receiver that always holds the latest generation (never a backlog).

@@ -40,7 +40,10 @@ async fn serve(
     if let Ok(Some(version)) = headers::value(headers, headers::PROTOCOL_VERSION)
         && !LEGACY_VERSIONS.contains(&version)
     {
-        return Err(super::modern::unsupported_version(version));
+        return Err(super::modern::unsupported_version(
+            version,
+            &super::supported_versions(),
+        ));
     }
     let Some(id) = message.id.clone() else {
         // notifications/initialized, notifications/cancelled, …: nothing to answer.

@@ -9,7 +9,7 @@ use super::jsonrpc::{
     HEADER_MISMATCH, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError,
     UNSUPPORTED_PROTOCOL_VERSION, result_body,
 };
-use super::{MODERN_VERSION, Reply, call_tool_result, server_info, supported_versions};
+use super::{MODERN_VERSION, Reply, call_tool_result, server_info};
 use crate::gateway::Gateway;
 use crate::tools;
 use crate::visibility::Caller;
@@ -118,19 +118,23 @@ fn check_version<'m>(meta: &'m Value, headers: &HeaderMap) -> Result<&'m str, Rp
         )));
     }
     if requested != MODERN_VERSION {
-        return Err(unsupported_version(requested));
+        return Err(unsupported_version(requested, &[MODERN_VERSION]));
     }
     Ok(requested)
 }
 
 /// `-32022` listing what this server speaks.
-pub fn unsupported_version(requested: &str) -> RpcError {
+/// `supported` lists what the client may retry with on the same wire: the
+/// per-request wire serves only [`MODERN_VERSION`] (legacy versions are
+/// reached through `initialize`, and listing them here would make a client
+/// retry in a loop).
+pub fn unsupported_version(requested: &str, supported: &[&str]) -> RpcError {
     RpcError::new(
         StatusCode::BAD_REQUEST,
         UNSUPPORTED_PROTOCOL_VERSION,
         format!("Unsupported protocol version: {requested}"),
     )
-    .with_data(json!({"supported": supported_versions(), "requested": requested}))
+    .with_data(json!({"supported": supported, "requested": requested}))
 }
 
 fn invalid_params(message: String) -> RpcError {
@@ -211,10 +215,7 @@ fn complete(mut result: Map<String, Value>) -> Value {
 
 fn discover() -> Map<String, Value> {
     let mut result = Map::new();
-    result.insert(
-        "supportedVersions".to_string(),
-        json!(super::supported_versions()),
-    );
+    result.insert("supportedVersions".to_string(), json!([MODERN_VERSION]));
     result.insert(
         "capabilities".to_string(),
         json!({"tools": {"listChanged": true}}),

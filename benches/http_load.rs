@@ -1,0 +1,544 @@
+//! The gateway over real HTTP on loopback, compared with what it is
+//! measured against, in one run:
+//!
+//! (a) on the Microsoft Graph catalog (11,422 tools), `tools/call
+//!     search_tools` against `server/discover` (the cheapest request the
+//!     endpoint serves: same HTTP, JSON-RPC and `_meta` checks, no work),
+//!     both as a correct 2026-07-28 client sends them (`_meta`,
+//!     `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`). Target: p50
+//!     search/discover ≤ 1.3.
+//! (b) on the shipped demo catalog, `invoke_tool get_order {"id": 1}`
+//!     against calling the demo backend directly (`GET /demo/orders/1` on
+//!     the same server). Target: p50 invoke/direct ≤ 1.25.
+//!
+//! Each comparison runs at 1 and at 16 concurrent callers. The compared
+//! workloads alternate in rounds (A B, then B A, …) so that the noise of a
+//! shared machine hits both; each round also gives its own p50 ratio, and
+//! the median of those is printed beside the ratio of the pooled p50s.
+//!
+//! The gateway runs in process (`sezzlee::server::serve` on 127.0.0.1:0,
+//! exactly as `sezzlee serve` does) on its own multi-threaded tokio
+//! runtime; the client is a reqwest client with keep-alive on a separate
+//! single-threaded runtime, so the client never uses more than one core.
+//!
+//! Run by hand: `cargo bench --bench http_load`. Configuration (env):
+//! - `HTTP_BENCH_ROUNDS` (default 20): rounds per comparison;
+//! - `HTTP_BENCH_REQUESTS` (default 500): requests per workload per round;
+//! - `HTTP_BENCH_CONCURRENCY` (default `1,16`): caller counts;
+//! - `HTTP_BENCH_MAX_SECS` (default 100): no new round starts after this;
+//! - `HTTP_BENCH_SERVER_THREADS` (default: the number of cores);
+//! - `HTTP_BENCH_ONLY` (`a` or `b`): run one comparison only (profiling).
+
+use futures_util::future::join_all;
+use serde_json::{Value, json};
+use sezzlee::gateway::Gateway;
+use sezzlee::settings::{Settings, WatchMode};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+const MODERN: &str = "2026-07-28";
+const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/catalogs-real");
+const GRAPH: &str = "microsoft.com_graph_1.0.1.json";
+const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/catalogs");
+
+const QUERIES: [&str; 5] = [
+    "list users",
+    "send mail",
+    "create calendar event",
+    "get drive item",
+    "delete group member",
+];
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
+    match std::env::var(name) {
+        Ok(v) => {
+            let list: Vec<usize> = v
+                .split(',')
+                .filter_map(|x| x.trim().parse().ok())
+                .filter(|&x| x > 0)
+                .collect();
+            if list.is_empty() {
+                default.to_vec()
+            } else {
+                list
+            }
+        }
+        Err(_) => default.to_vec(),
+    }
+}
+
+/// One request the client sends, ready to go.
+#[derive(Clone)]
+struct Request {
+    url: String,
+    /// `None`: a GET.
+    body: Option<Vec<u8>>,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl Request {
+    /// A 2026-07-28 request with the `_meta` and headers a correct client sends.
+    fn modern(url: &str, method: &str, mut params: Value) -> Request {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "sezzlee-bench", "version": "0.0.0"}
+        });
+        let mut headers = vec![
+            ("content-type", "application/json".to_string()),
+            ("accept", "application/json, text/event-stream".to_string()),
+            ("mcp-protocol-version", MODERN.to_string()),
+            ("mcp-method", method.to_string()),
+        ];
+        if method == "tools/call" {
+            let name = params["name"].as_str().unwrap_or_default().to_string();
+            headers.push(("mcp-name", name));
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        Request {
+            url: url.to_string(),
+            body: Some(serde_json::to_vec(&body).unwrap()),
+            headers,
+        }
+    }
+
+    fn get(url: String) -> Request {
+        Request {
+            url,
+            body: None,
+            headers: vec![("accept", "application/json".to_string())],
+        }
+    }
+
+    fn builder(&self, client: &reqwest::Client) -> reqwest::RequestBuilder {
+        let mut builder = match &self.body {
+            Some(body) => client.post(&self.url).body(body.clone()),
+            None => client.get(&self.url),
+        };
+        for (name, value) in &self.headers {
+            builder = builder.header(*name, value.as_str());
+        }
+        builder
+    }
+}
+
+/// A workload: requests sent in turn (one is picked per request).
+struct Workload {
+    label: &'static str,
+    requests: Vec<Request>,
+    /// What a correct answer must contain.
+    expect: &'static str,
+}
+
+/// Sends one request and reads the whole answer; checks it succeeded.
+async fn send(client: &reqwest::Client, request: &Request, expect: &str) -> Result<(), String> {
+    let response = request
+        .builder(client)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body = response.bytes().await.map_err(|e| e.to_string())?;
+    if status != 200 {
+        return Err(format!(
+            "status {status}: {}",
+            String::from_utf8_lossy(&body)
+        ));
+    }
+    // Cheap checks on the hot path (the warm-up checked the answers in
+    // full); `str::contains` keeps the client's share of the time small.
+    let text = std::str::from_utf8(&body).map_err(|e| e.to_string())?;
+    if text.contains("\"isError\":true") || !text.contains(expect) {
+        return Err(format!("unexpected answer: {text}"));
+    }
+    Ok(())
+}
+
+/// What one phase (one workload, one concurrency, one round) measured.
+struct Phase {
+    latencies: Vec<Duration>,
+    wall: Duration,
+}
+
+/// `total` requests of `workload` by `concurrency` callers sharing a counter.
+async fn phase(
+    client: &reqwest::Client,
+    workload: &Workload,
+    concurrency: usize,
+    total: usize,
+) -> Phase {
+    let next = AtomicUsize::new(0);
+    let started = Instant::now();
+    let callers = (0..concurrency).map(|_| async {
+        let mut latencies = Vec::with_capacity(total / concurrency + 1);
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= total {
+                break;
+            }
+            let request = &workload.requests[i % workload.requests.len()];
+            let sent = Instant::now();
+            if let Err(why) = send(client, request, workload.expect).await {
+                panic!("{}: {why}", workload.label);
+            }
+            latencies.push(sent.elapsed());
+        }
+        latencies
+    });
+    let latencies = join_all(callers).await.into_iter().flatten().collect();
+    Phase {
+        latencies,
+        wall: started.elapsed(),
+    }
+}
+
+/// Everything measured for one workload at one concurrency.
+#[derive(Default)]
+struct Tally {
+    latencies: Vec<Duration>,
+    wall: Duration,
+    /// p50 of each round.
+    round_p50: Vec<Duration>,
+}
+
+impl Tally {
+    fn add(&mut self, mut phase: Phase) {
+        phase.latencies.sort_unstable();
+        self.round_p50.push(percentile(&phase.latencies, 0.5));
+        self.latencies.extend(phase.latencies);
+        self.wall += phase.wall;
+    }
+
+    fn sorted(&self) -> Vec<Duration> {
+        let mut all = self.latencies.clone();
+        all.sort_unstable();
+        all
+    }
+
+    fn throughput(&self) -> f64 {
+        self.latencies.len() as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len().is_multiple_of(2) {
+        (values[mid - 1] + values[mid]) / 2.0
+    } else {
+        values[mid]
+    }
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// Two workloads compared: `b` (the one under test) over `a` (the baseline).
+struct Comparison {
+    title: &'static str,
+    baseline: Workload,
+    subject: Workload,
+    target: f64,
+}
+
+/// A gateway served in process on 127.0.0.1:0 for the whole run.
+struct Served {
+    base: String,
+    endpoint: String,
+    _dir: TempDir,
+}
+
+fn start_gateway(
+    server: &tokio::runtime::Runtime,
+    files: &[(&Path, &str)],
+    demo_backend: bool,
+) -> Served {
+    let dir = tempfile::tempdir().expect("temporary catalogs folder");
+    for (from, name) in files {
+        std::fs::copy(from, dir.path().join(name))
+            .unwrap_or_else(|e| panic!("cannot copy {}: {e}", from.display()));
+    }
+    let settings = Settings {
+        catalogs: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        watch: WatchMode::Off,
+        demo_backend,
+        ..Settings::default()
+    };
+    let started = Instant::now();
+    let (gateway, _sources) = Gateway::load(settings).expect("catalogs folder readable");
+    let tools = gateway.store.current().catalog.tools().len();
+    eprintln!(
+        "gateway on {} file(s): {tools} tools, loaded in {:.2} s",
+        files.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let endpoint = gateway.settings.endpoint.clone();
+    let listener = server
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    server.spawn(serve(gateway, listener));
+    Served {
+        base: format!("http://{address}"),
+        endpoint,
+        _dir: dir,
+    }
+}
+
+async fn serve(gateway: Arc<Gateway>, listener: tokio::net::TcpListener) {
+    if let Err(err) = sezzlee::server::serve(gateway, listener).await {
+        eprintln!("gateway stopped: {err}");
+    }
+}
+
+/// Checks a workload's answers in full once, before measuring.
+async fn verify(client: &reqwest::Client, workload: &Workload) {
+    for request in &workload.requests {
+        let response = request.builder(client).send().await.unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, 200, "{}: {text}", workload.label);
+        let body: Value = serde_json::from_str(&text).unwrap();
+        if request.body.is_none() {
+            assert_eq!(body["id"], 1, "{}: {body}", workload.label);
+            continue;
+        }
+        let result = &body["result"];
+        assert_eq!(
+            result["resultType"], "complete",
+            "{}: {body}",
+            workload.label
+        );
+        if let Some(content) = result.get("content") {
+            assert!(
+                result.get("isError").is_none(),
+                "{}: {body}",
+                workload.label
+            );
+            let payload: Value =
+                serde_json::from_str(content[0]["text"].as_str().unwrap()).unwrap();
+            let ok = payload["results"].as_array().is_some_and(|r| !r.is_empty())
+                || payload["status"] == 200;
+            assert!(ok, "{}: {payload}", workload.label);
+        }
+    }
+}
+
+fn main() {
+    let rounds = env_usize("HTTP_BENCH_ROUNDS", 20).max(1);
+    let per_phase = env_usize("HTTP_BENCH_REQUESTS", 500).max(1);
+    let levels = env_list("HTTP_BENCH_CONCURRENCY", &[1, 16]);
+    let max_secs = env_usize("HTTP_BENCH_MAX_SECS", 100) as u64;
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let server_threads = env_usize("HTTP_BENCH_SERVER_THREADS", cores).max(1);
+
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(server_threads)
+        .thread_name("gateway")
+        .enable_all()
+        .build()
+        .unwrap();
+    let graph_path = Path::new(REAL).join(GRAPH);
+    let graph = start_gateway(&server, &[(&graph_path, GRAPH)], false);
+    let orders_yaml = Path::new(SHIPPED).join("orders.yaml");
+    let orders_sidecar = Path::new(SHIPPED).join("orders.sezzlee.yaml");
+    let orders = start_gateway(
+        &server,
+        &[
+            (&orders_yaml, "orders.yaml"),
+            (&orders_sidecar, "orders.sezzlee.yaml"),
+        ],
+        true,
+    );
+
+    let graph_url = format!("{}{}", graph.base, graph.endpoint);
+    let orders_url = format!("{}{}", orders.base, orders.endpoint);
+    let comparisons = [
+        Comparison {
+            title: "(a) Graph: tools/call search_tools over server/discover",
+            baseline: Workload {
+                label: "server/discover",
+                requests: vec![Request::modern(&graph_url, "server/discover", json!({}))],
+                expect: "supportedVersions",
+            },
+            subject: Workload {
+                label: "search_tools",
+                requests: QUERIES
+                    .iter()
+                    .map(|q| {
+                        Request::modern(
+                            &graph_url,
+                            "tools/call",
+                            json!({"name": "search_tools", "arguments": {"query": q}}),
+                        )
+                    })
+                    .collect(),
+                expect: "\"content\"",
+            },
+            target: 1.3,
+        },
+        Comparison {
+            title: "(b) demo: invoke_tool get_order over GET /demo/orders/1",
+            baseline: Workload {
+                label: "direct GET /demo/orders/1",
+                requests: vec![Request::get(format!("{}/demo/orders/1", orders.base))],
+                expect: "\"id\":1",
+            },
+            subject: Workload {
+                label: "invoke_tool get_order",
+                requests: vec![Request::modern(
+                    &orders_url,
+                    "tools/call",
+                    json!({"name": "invoke_tool", "arguments": {"name": "get_order", "arguments": {"id": 1}}}),
+                )],
+                expect: "\"content\"",
+            },
+            target: 1.25,
+        },
+    ];
+
+    let only = std::env::var("HTTP_BENCH_ONLY").unwrap_or_default();
+    let comparisons: Vec<Comparison> = comparisons
+        .into_iter()
+        .filter(|c| only.is_empty() || c.title.starts_with(&format!("({only})")))
+        .collect();
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(256)
+        .pool_idle_timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+
+    // tallies[comparison][level] = (baseline, subject)
+    let mut tallies: Vec<Vec<(Tally, Tally)>> = comparisons
+        .iter()
+        .map(|_| levels.iter().map(|_| Default::default()).collect())
+        .collect();
+    let started = Instant::now();
+    let mut done_rounds = 0;
+    client_rt.block_on(async {
+        for comparison in &comparisons {
+            verify(&client, &comparison.baseline).await;
+            verify(&client, &comparison.subject).await;
+            // Warm-up: connections open, caches and allocators settled.
+            for &level in &levels {
+                phase(&client, &comparison.baseline, level, per_phase / 2 + level).await;
+                phase(&client, &comparison.subject, level, per_phase / 2 + level).await;
+            }
+        }
+        eprintln!(
+            "warm-up done in {:.1} s; {rounds} rounds of {per_phase} requests per workload, callers {levels:?}",
+            started.elapsed().as_secs_f64()
+        );
+        let measured = Instant::now();
+        for round in 0..rounds {
+            if measured.elapsed() > Duration::from_secs(max_secs) {
+                eprintln!("HTTP_BENCH_MAX_SECS reached: stopping after {round} rounds");
+                break;
+            }
+            for (c, comparison) in comparisons.iter().enumerate() {
+                for (l, &level) in levels.iter().enumerate() {
+                    let (baseline, subject) = &mut tallies[c][l];
+                    if round % 2 == 0 {
+                        baseline.add(phase(&client, &comparison.baseline, level, per_phase).await);
+                        subject.add(phase(&client, &comparison.subject, level, per_phase).await);
+                    } else {
+                        subject.add(phase(&client, &comparison.subject, level, per_phase).await);
+                        baseline.add(phase(&client, &comparison.baseline, level, per_phase).await);
+                    }
+                }
+            }
+            done_rounds = round + 1;
+        }
+    });
+
+    println!();
+    println!(
+        "sezzlee over HTTP on loopback: {done_rounds} rounds × {per_phase} requests per workload and caller count, \
+         {} s; gateway runtime {server_threads} worker thread(s), client 1 thread, {cores} cores",
+        started.elapsed().as_secs()
+    );
+    for (c, comparison) in comparisons.iter().enumerate() {
+        println!();
+        println!("{}", comparison.title);
+        println!(
+            "{:<28} {:>7} {:>7} {:>10} {:>10} {:>10} {:>10}",
+            "workload", "callers", "n", "p50 µs", "p99 µs", "mean µs", "req/s"
+        );
+        for (l, &level) in levels.iter().enumerate() {
+            let (baseline, subject) = &tallies[c][l];
+            for (workload, tally) in [
+                (&comparison.baseline, baseline),
+                (&comparison.subject, subject),
+            ] {
+                let sorted = tally.sorted();
+                let mean = sorted.iter().sum::<Duration>() / sorted.len().max(1) as u32;
+                println!(
+                    "{:<28} {:>7} {:>7} {:>10.0} {:>10.0} {:>10.0} {:>10.0}",
+                    workload.label,
+                    level,
+                    sorted.len(),
+                    micros(percentile(&sorted, 0.5)),
+                    micros(percentile(&sorted, 0.99)),
+                    micros(mean),
+                    tally.throughput()
+                );
+            }
+            let (b, s) = (baseline.sorted(), subject.sorted());
+            let pooled = micros(percentile(&s, 0.5)) / micros(percentile(&b, 0.5));
+            let per_round = median(
+                baseline
+                    .round_p50
+                    .iter()
+                    .zip(&subject.round_p50)
+                    .map(|(b, s)| micros(*s) / micros(*b))
+                    .collect(),
+            );
+            let p99 = micros(percentile(&s, 0.99)) / micros(percentile(&b, 0.99));
+            let throughput = baseline.throughput() / subject.throughput();
+            println!(
+                "  ratio at {level} caller(s): p50 {pooled:.2} (median of rounds {per_round:.2}), p99 {p99:.2}, \
+                 throughput {throughput:.2}×; target p50 ≤ {}: {}",
+                comparison.target,
+                if pooled <= comparison.target {
+                    "met"
+                } else {
+                    "NOT met"
+                }
+            );
+            println!(
+                "  added latency at p50: {:.0} µs",
+                micros(percentile(&s, 0.5)) - micros(percentile(&b, 0.5))
+            );
+        }
+    }
+    println!();
+    drop(client);
+    server.shutdown_timeout(Duration::from_secs(1));
+}

@@ -1,0 +1,190 @@
+//! How fast `search_tools` ranks the Microsoft Graph catalog (11,422
+//! tools), in process: the index alone (`SearchIndex::top`, limit 20, no
+//! filter) and the whole tool call (`tools::search::run` for an anonymous
+//! caller on a public catalog, then the `CallToolResult` serialised as the
+//! endpoint would send it). Target: p50 ≤ 100 µs per query for the index.
+//!
+//! Run by hand: `cargo bench --bench search`. Before criterion's own
+//! figures it prints an explicit p50/p99 per query from a plain loop of
+//! `SEARCH_BENCH_ITERS` (default 2,000) timed iterations. Criterion flags
+//! go after `--`, e.g. `cargo bench --bench search -- --warm-up-time 1
+//! --measurement-time 2` for a quick run.
+
+use criterion::Criterion;
+use serde_json::{Value, json};
+use sezzlee::backend::{Client, DEFAULT_MAX_RESPONSE_BYTES};
+use sezzlee::catalog::{Catalog, Sources};
+use sezzlee::settings::Settings;
+use sezzlee::store::Served;
+use sezzlee::tools::{Context, search};
+use sezzlee::visibility::Caller;
+use std::hint::black_box;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const GRAPH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/catalogs-real/microsoft.com_graph_1.0.1.json"
+);
+
+/// Realistic agent queries: few words, verbs an agent would use.
+const QUERIES: [&str; 6] = [
+    "list users",
+    "send mail",
+    "create calendar event",
+    "get drive item",
+    "delete group member",
+    "upload file to onedrive folder",
+];
+
+/// search_tools' default page size.
+const LIMIT: usize = 20;
+/// The p50 target of the index, per query.
+const TARGET: Duration = Duration::from_micros(100);
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn load_graph() -> Served {
+    let path = Path::new(GRAPH);
+    let bytes =
+        std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let started = Instant::now();
+    let name = "microsoft.com_graph_1.0.1.json".to_string();
+    let catalog = Catalog::build(&Sources::from_files(vec![(name, bytes)], None));
+    let built = started.elapsed();
+    let tools = catalog.tools().len();
+    assert!(tools >= 11_422, "Graph gave {tools} tools");
+    eprintln!(
+        "Microsoft Graph: {tools} tools, parse+build {:.2} s",
+        built.as_secs_f64()
+    );
+    Served::new(catalog, 0, built)
+}
+
+/// The whole in-process path of one `search_tools` call: argument
+/// coercion, ranking, cards, budget check, and the text block the
+/// endpoint sends.
+fn call(context: &Context, arguments: &Value) -> usize {
+    let answer = search::run(context, arguments);
+    assert!(!answer.is_error, "search_tools failed: {}", answer.payload);
+    let result = sezzlee::mcp::call_tool_result(&answer);
+    result.len() + answer.payload.as_object().map_or(0, |o| o.len())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+/// p50 and p99 of `iters` timed runs of `f` (after a short warm-up).
+fn timed(iters: usize, mut f: impl FnMut()) -> (Duration, Duration) {
+    for _ in 0..iters.div_ceil(10) {
+        f();
+    }
+    let mut samples = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let started = Instant::now();
+        f();
+        samples.push(started.elapsed());
+    }
+    samples.sort_unstable();
+    (percentile(&samples, 0.50), percentile(&samples, 0.99))
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn print_p50_table(served: &Served, context: &Context, iters: usize) {
+    let index = served.catalog.search_index();
+    println!();
+    println!(
+        "search on Microsoft Graph ({} tools), {iters} timed iterations per query, limit {LIMIT}",
+        index.len()
+    );
+    println!(
+        "{:<34} {:>10} {:>10} {:>12} {:>12}  top result",
+        "query", "top p50", "top p99", "call p50", "call p99"
+    );
+    let mut worst = Duration::ZERO;
+    for query in QUERIES {
+        let (top50, top99) = timed(iters, || {
+            black_box(index.top(black_box(query), LIMIT, |_| true));
+        });
+        let arguments = json!({ "query": query });
+        let (call50, call99) = timed(iters, || {
+            black_box(call(context, black_box(&arguments)));
+        });
+        worst = worst.max(top50);
+        let first = index
+            .top(query, 1, |_| true)
+            .first()
+            .map(|&i| served.catalog.tools()[i].name.clone())
+            .unwrap_or_default();
+        println!(
+            "{:<34} {:>8.1}µs {:>8.1}µs {:>10.1}µs {:>10.1}µs  {first}",
+            format!("{query:?}"),
+            micros(top50),
+            micros(top99),
+            micros(call50),
+            micros(call99)
+        );
+    }
+    println!(
+        "worst index p50 {:.1} µs; target ≤ {} µs: {}",
+        micros(worst),
+        TARGET.as_micros(),
+        if worst <= TARGET { "met" } else { "NOT met" }
+    );
+    println!();
+}
+
+fn main() {
+    let served = load_graph();
+    let caller = Caller::anonymous();
+    let backend = Client::new(DEFAULT_MAX_RESPONSE_BYTES);
+    let context = Context {
+        served: &served,
+        caller: &caller,
+        budget: Settings::default().response_budget,
+        backend: &backend,
+        self_url: None,
+    };
+    assert!(
+        caller.sees_everything(),
+        "an anonymous caller without auth sees the whole catalog"
+    );
+
+    let iters = env_usize("SEARCH_BENCH_ITERS", 2_000);
+    if iters > 0 {
+        print_p50_table(&served, &context, iters);
+    }
+
+    let mut criterion = Criterion::default()
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(4))
+        .configure_from_args();
+    let index = served.catalog.search_index();
+    let mut group = criterion.benchmark_group("SearchIndex::top (Graph, limit 20)");
+    for query in QUERIES {
+        group.bench_function(query, |b| {
+            b.iter(|| index.top(black_box(query), LIMIT, |_| true))
+        });
+    }
+    group.finish();
+    let mut group = criterion.benchmark_group("search_tools call in process (Graph)");
+    for query in QUERIES {
+        let arguments = json!({ "query": query });
+        group.bench_function(query, |b| b.iter(|| call(&context, black_box(&arguments))));
+    }
+    group.finish();
+    criterion.final_summary();
+}

