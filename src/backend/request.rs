@@ -7,7 +7,7 @@
 //! cookie values are refused when they hold control characters, and the
 //! body is encoded per its media type. Only documented parameters are sent.
 
-use crate::catalog::{Argument, Location, Operation, Style};
+use crate::catalog::{Argument, Location, Operation, Style, is_json_media_type};
 use base64::Engine;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Map, Value};
@@ -331,7 +331,7 @@ fn whole(media_type: &str, value: &Value, binary: bool) -> Result<Body, Vec<Prob
                     "body must be base64 (it is sent as raw bytes)".to_string(),
                 )
             })?
-    } else if is_json(media_type) {
+    } else if is_json_media_type(media_type) {
         value.to_string().into_bytes()
     } else {
         scalar_text(value, false).into_bytes()
@@ -423,16 +423,6 @@ fn object_body(
         content_type: media_type.to_string(),
         bytes: Value::Object(members.clone()).to_string().into_bytes(),
     })
-}
-
-fn is_json(media_type: &str) -> bool {
-    let base = media_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    base.ends_with("/json") || base.ends_with("+json")
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ mod variants;
 
 pub use assemble::version_source;
 pub use diagnostics::{Diagnostic, Severity};
+pub use input::is_json_media_type;
 pub use schema::Schema;
 pub use source::Sources;
 
