@@ -66,3 +66,37 @@ pub fn emitted(tool: &Tool) -> Value {
     }
     value
 }
+
+/// `--search-tasks FILE`: the search quality report of [`crate::search_tasks`]
+/// on stdout. Exit 0, or 1 when a task names an operation the folder does
+/// not have, or 2 when the folder or the task file cannot be read.
+pub fn run_search_tasks(dir: &Path, tasks_file: &Path) -> ExitCode {
+    let text = match std::fs::read_to_string(tasks_file) {
+        Ok(text) => text,
+        Err(err) => {
+            eprintln!("sezzlee check: cannot read {}: {err}", tasks_file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let tasks = match crate::search_tasks::parse_tasks(&text) {
+        Ok(tasks) => tasks,
+        Err(err) => {
+            eprintln!("sezzlee check: {}: {err}", tasks_file.display());
+            return ExitCode::from(2);
+        }
+    };
+    match crate::search_tasks::evaluate(dir, &tasks) {
+        Ok((report, all_known)) => {
+            print!("{report}");
+            if all_known {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(err) => {
+            eprintln!("sezzlee check: cannot read {}: {err}", dir.display());
+            ExitCode::from(2)
+        }
+    }
+}

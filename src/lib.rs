@@ -12,6 +12,7 @@ pub mod demo;
 pub mod gateway;
 pub mod mcp;
 pub mod reload;
+pub mod search_tasks;
 pub mod server;
 pub mod settings;
 pub mod status;

@@ -29,6 +29,10 @@ enum Command {
         /// Print every tool as one JSON line on stdout (diagnostics go to stderr).
         #[arg(long)]
         emit: bool,
+        /// Measure search_tools on a TSV of tasks (query, document, method,
+        /// path[, operationId]): recall@1/5/10, MRR and every miss's rank.
+        #[arg(long, value_name = "FILE")]
+        search_tasks: Option<PathBuf>,
     },
     /// Mint an HS256 JWT for trying per-caller visibility locally.
     Token {
@@ -127,7 +131,14 @@ impl ServeArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Check { dir, emit } => sezzlee::check::run(&dir, emit),
+        Command::Check {
+            dir,
+            emit,
+            search_tasks,
+        } => match search_tasks {
+            Some(tasks) => sezzlee::check::run_search_tasks(&dir, &tasks),
+            None => sezzlee::check::run(&dir, emit),
+        },
         Command::Token {
             secret_env,
             sub,

@@ -367,3 +367,103 @@ fn emit_prints_one_tool_definition_per_line_and_diagnostics_on_stderr() {
         );
     }
 }
+
+fn search_tasks(dir: &Path, tasks: &str) -> Output {
+    let file = dir.join("tasks.tsv");
+    std::fs::write(&file, tasks).expect("write the task file");
+    Command::new(env!("CARGO_BIN_EXE_sezzlee"))
+        .arg("check")
+        .arg(dir)
+        .arg("--search-tasks")
+        .arg(&file)
+        .output()
+        .expect("run sezzlee")
+}
+
+/// `(tasks, recall@1, recall@5, recall@10, MRR)` of a report's scores line.
+fn scores(line: &str) -> (usize, f64, f64, f64, f64) {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let number = |label: &str| -> f64 {
+        let at = words.iter().position(|w| *w == label);
+        let value = at.and_then(|i| words.get(i + 1));
+        value
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {label} in {line:?}"))
+    };
+    let tasks = words.first().and_then(|w| w.parse().ok());
+    (
+        tasks.unwrap_or_else(|| panic!("no task count in {line:?}")),
+        number("recall@1"),
+        number("recall@5"),
+        number("recall@10"),
+        number("MRR"),
+    )
+}
+
+#[test]
+fn search_tasks_report_recall_mrr_and_each_miss_for_both_catalog_shapes() {
+    let dir = folder(&[PETSTORE_OAS3, PETSTORE_SWAGGER2, XKCD]);
+    // The two petstores hold the same operations: merged, the right one can
+    // lose first place to its twin; alone, each ranks first.
+    let tasks = format!(
+        "query\tdocument\tmethod\tpath\toperationId\n\
+         pet details by id\t{PETSTORE_SWAGGER2}\tGET\t/pets/{{petId}}\tshowPetById\n\
+         list all pets\t{PETSTORE_OAS3}\tget\t/pets\n\
+         register new pet\t{PETSTORE_OAS3}\tPOST\t/pets\tcreatePets\n\
+         comic by number\t{XKCD}\tGET\t/{{comicId}}/info.0.json\n"
+    );
+    let output = search_tasks(dir.path(), &tasks);
+    let report = text(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{report}{}",
+        text(&output.stderr)
+    );
+    let lines: Vec<&str> = report.lines().collect();
+    let together = lines
+        .iter()
+        .position(|l| l.starts_with("all documents in one catalog (3 documents"))
+        .unwrap_or_else(|| panic!("no merged section: {report}"));
+    let alone = lines
+        .iter()
+        .position(|l| l.starts_with("each document as its own catalog (3 documents)"))
+        .unwrap_or_else(|| panic!("no per-document section: {report}"));
+    assert!(together < alone);
+    for (header, end) in [(together, alone), (alone, lines.len())] {
+        let (count, at1, at5, at10, mrr) = scores(lines[header + 1]);
+        assert_eq!(count, 4);
+        assert!(at1 <= at5 && at5 <= at10 && at10 <= 1.0, "{report}");
+        assert!(mrr >= at1 && mrr <= 1.0, "{report}");
+        // One miss line per task not ranked first, naming its rank.
+        let misses = lines[header + 2..end]
+            .iter()
+            .filter(|l| l.trim_start().starts_with("miss"))
+            .count();
+        assert_eq!(misses, 4 - (at1 * 4.0).round() as usize, "{report}");
+        assert!(lines[header + 2..end].iter().all(|l| l.contains(" rank ")));
+    }
+    let (_, at1, ..) = scores(lines[alone + 1]);
+    assert_eq!(
+        at1, 1.0,
+        "each petstore alone ranks its own operation first: {report}"
+    );
+}
+
+#[test]
+fn search_tasks_exit_1_for_an_operation_the_folder_lacks_and_2_for_a_bad_file() {
+    let dir = folder(&[XKCD]);
+    let unknown = format!("latest comic\t{XKCD}\tDELETE\t/info.0.json\n");
+    let output = search_tasks(dir.path(), &unknown);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stdout).contains(
+            "line 1: DELETE /info.0.json in xkcd.com_xkcd_1.0.0.json is not in the catalog"
+        ),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = search_tasks(dir.path(), &format!("latest comic\t{XKCD}\tGET\n"));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("line 1: expected 4 or 5 tab-separated fields"));
+}
