@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Interop tests against a real `sezzlee serve` on the shipped catalogs/:
 #   1. the official Python MCP SDK (tests/interop/test_python_sdk.py, pytest),
+#      and its listen stream on catalogs edited live
+#      (tests/interop/test_python_listen.py, which starts its own gateways),
 #   2. the official MCP conformance suite at 2026-07-28 and at 2025-11-25, each
 #      judged against its conformance-expected-failures-*.yml.
 #
@@ -108,8 +110,9 @@ if $python_ready && ! "$VENV/bin/python" -m pip install -q -r "$HERE/requirement
 fi
 if $python_ready; then
     rm -f target/interop-pytest.xml
-    SEZZLEE_URL="$URL" CI="${CI:-1}" "$VENV/bin/python" -m pytest -q --tb=short -p no:cacheprovider \
-        --junitxml=target/interop-pytest.xml "$HERE/test_python_sdk.py"
+    SEZZLEE_URL="$URL" SEZZLEE_BIN="$ROOT/target/release/sezzlee" CI="${CI:-1}" \
+        "$VENV/bin/python" -m pytest -q --tb=short -p no:cacheprovider \
+        --junitxml=target/interop-pytest.xml "$HERE/test_python_sdk.py" "$HERE/test_python_listen.py"
     pytest_status=$?
     read -r p f < <(python3 - target/interop-pytest.xml <<'EOF' || echo "0 1"
 import sys, xml.etree.ElementTree as ET
