@@ -10,6 +10,13 @@
 //! (b) on the shipped demo catalog, `invoke_tool get_order {"id": 1}`
 //!     against calling the demo backend directly (`GET /demo/orders/1` on
 //!     the same server). Target: p50 invoke/direct ≤ 1.25.
+//! (c) the floor of (b): a bare pass-through proxy (an axum route that
+//!     forwards the GET with a pooled reqwest client, no other work)
+//!     against the direct call — what being one more HTTP hop costs any
+//!     gateway on loopback, whatever it does;
+//! (d) invoke_tool against that bare proxy: the gateway's own work
+//!     (JSON-RPC, `_meta` and header checks, validation, dispatch, the
+//!     result envelope), separated from the hop.
 //!
 //! Each comparison runs at 1 and at 16 concurrent callers. The compared
 //! workloads alternate in rounds (A B, then B A, …) so that the noise of a
@@ -27,7 +34,8 @@
 //! - `HTTP_BENCH_CONCURRENCY` (default `1,16`): caller counts;
 //! - `HTTP_BENCH_MAX_SECS` (default 100): no new round starts after this;
 //! - `HTTP_BENCH_SERVER_THREADS` (default: the number of cores);
-//! - `HTTP_BENCH_ONLY` (`a` or `b`): run one comparison only (profiling).
+//! - `HTTP_BENCH_ONLY` (`a`, `b`, `c`, `d` or a comma list such as `b,c,d`):
+//!   run only those comparisons (profiling).
 
 use futures_util::future::join_all;
 use serde_json::{Value, json};
@@ -260,7 +268,8 @@ struct Comparison {
     title: &'static str,
     baseline: Workload,
     subject: Workload,
-    target: f64,
+    /// `None`: measured for context, no target.
+    target: Option<f64>,
 }
 
 /// A gateway served in process on 127.0.0.1:0 for the whole run.
@@ -306,6 +315,46 @@ fn start_gateway(
         endpoint,
         _dir: dir,
     }
+}
+
+/// The least any HTTP gateway adds to a backend call: an axum route that
+/// forwards a GET to `upstream` with a pooled reqwest client (as the
+/// gateway's backend client is) and returns status and bytes untouched.
+/// Comparison (c) measures this hop against calling the backend directly,
+/// (d) invoke_tool against it, so the gateway's own work is separated from
+/// the cost of being one more HTTP hop on loopback.
+fn start_bare_proxy(server: &tokio::runtime::Runtime, upstream: String) -> String {
+    use axum::body::Bytes;
+    use axum::http::StatusCode;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let forward = move || {
+        let client = client.clone();
+        let upstream = upstream.clone();
+        async move {
+            match client.get(&upstream).send().await {
+                Ok(response) => {
+                    let status = StatusCode::from_u16(response.status().as_u16())
+                        .unwrap_or(StatusCode::BAD_GATEWAY);
+                    (status, response.bytes().await.unwrap_or_default())
+                }
+                Err(err) => (StatusCode::BAD_GATEWAY, Bytes::from(err.to_string())),
+            }
+        }
+    };
+    let app = axum::Router::new().route("/proxy", axum::routing::get(forward));
+    let listener = server
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    server.spawn(async move {
+        if let Err(err) = axum::serve(listener, app).await {
+            eprintln!("bare proxy stopped: {err}");
+        }
+    });
+    format!("http://{address}")
 }
 
 async fn serve(gateway: Arc<Gateway>, listener: tokio::net::TcpListener) {
@@ -374,6 +423,7 @@ fn main() {
         true,
     );
 
+    let proxy = start_bare_proxy(&server, format!("{}/demo/orders/1", orders.base));
     let graph_url = format!("{}{}", graph.base, graph.endpoint);
     let orders_url = format!("{}{}", orders.base, orders.endpoint);
     let comparisons = [
@@ -398,7 +448,7 @@ fn main() {
                     .collect(),
                 expect: "\"content\"",
             },
-            target: 1.3,
+            target: Some(1.3),
         },
         Comparison {
             title: "(b) demo: invoke_tool get_order over GET /demo/orders/1",
@@ -416,14 +466,51 @@ fn main() {
                 )],
                 expect: "\"content\"",
             },
-            target: 1.25,
+            target: Some(1.25),
+        },
+        Comparison {
+            title: "(c) floor: a bare pass-through proxy hop over GET /demo/orders/1",
+            baseline: Workload {
+                label: "direct GET /demo/orders/1",
+                requests: vec![Request::get(format!("{}/demo/orders/1", orders.base))],
+                expect: "\"id\":1",
+            },
+            subject: Workload {
+                label: "bare proxy GET",
+                requests: vec![Request::get(format!("{proxy}/proxy"))],
+                expect: "\"id\":1",
+            },
+            target: None,
+        },
+        Comparison {
+            title: "(d) gateway work: invoke_tool get_order over the bare proxy hop",
+            baseline: Workload {
+                label: "bare proxy GET",
+                requests: vec![Request::get(format!("{proxy}/proxy"))],
+                expect: "\"id\":1",
+            },
+            subject: Workload {
+                label: "invoke_tool get_order",
+                requests: vec![Request::modern(
+                    &orders_url,
+                    "tools/call",
+                    json!({"name": "invoke_tool", "arguments": {"name": "get_order", "arguments": {"id": 1}}}),
+                )],
+                expect: "\"content\"",
+            },
+            target: None,
         },
     ];
 
     let only = std::env::var("HTTP_BENCH_ONLY").unwrap_or_default();
     let comparisons: Vec<Comparison> = comparisons
         .into_iter()
-        .filter(|c| only.is_empty() || c.title.starts_with(&format!("({only})")))
+        .filter(|c| {
+            only.is_empty()
+                || only
+                    .split(',')
+                    .any(|o| c.title.starts_with(&format!("({})", o.trim())))
+        })
         .collect();
     let client_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -522,15 +609,14 @@ fn main() {
             );
             let p99 = micros(percentile(&s, 0.99)) / micros(percentile(&b, 0.99));
             let throughput = baseline.throughput() / subject.throughput();
+            let verdict = match comparison.target {
+                Some(target) if pooled <= target => format!("; target p50 ≤ {target}: met"),
+                Some(target) => format!("; target p50 ≤ {target}: NOT met"),
+                None => String::new(),
+            };
             println!(
                 "  ratio at {level} caller(s): p50 {pooled:.2} (median of rounds {per_round:.2}), p99 {p99:.2}, \
-                 throughput {throughput:.2}×; target p50 ≤ {}: {}",
-                comparison.target,
-                if pooled <= comparison.target {
-                    "met"
-                } else {
-                    "NOT met"
-                }
+                 throughput {throughput:.2}×{verdict}"
             );
             println!(
                 "  added latency at p50: {:.0} µs",
