@@ -8,6 +8,7 @@ pub mod auth;
 pub mod backend;
 pub mod catalog;
 pub mod check;
+pub mod client;
 pub mod demo;
 pub mod gateway;
 pub mod mcp;

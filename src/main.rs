@@ -34,6 +34,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         search_tasks: Option<PathBuf>,
     },
+    /// An MCP client: `sezzlee client URL discover|tools|call|search|load|invoke|listen`.
+    Client(Box<sezzlee::client::cli::ClientArgs>),
     /// Mint an HS256 JWT for trying per-caller visibility locally.
     Token {
         /// Environment variable holding the HS256 secret.
@@ -131,6 +133,7 @@ impl ServeArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Client(args) => sezzlee::client::cli::run(*args),
         Command::Check {
             dir,
             emit,
