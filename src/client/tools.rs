@@ -290,11 +290,11 @@ impl Client {
         arguments: Value,
         timeout: Duration,
     ) -> Result<ToolResult, ClientError> {
+        // The definition, if this client has listed it: it says which
+        // arguments to mirror into headers and what output to expect.
+        let mut tool = self.cached_tools().and_then(|list| list.get(name).cloned());
         let mut relisted = false;
         loop {
-            // The definition, if this client has listed it: it says which
-            // arguments to mirror into headers and what output to expect.
-            let tool = self.cached_tools().and_then(|list| list.get(name).cloned());
             let headers = match &tool {
                 Some(tool) => {
                     rpc::mirror(&tool.header_params, &arguments).map_err(ClientError::Usage)?
@@ -315,14 +315,15 @@ impl Client {
                     }
                     return Ok(result);
                 }
-                // The tool's headers changed under us: list again, retry once.
+                // Headers the tool's schema asks for were missing or wrong:
+                // list again (the spec's remedy) and retry once.
                 Err(ClientError::Rpc(error)) if error.code == HEADER_MISMATCH && !relisted => {
                     relisted = true;
-                    self.refresh_tools().await?;
-                    if self.cached_tools().is_none() {
-                        // Not cacheable: the retry would not see the list.
+                    let fresh = self.refresh_tools().await?.get(name).cloned();
+                    if fresh.is_none() {
                         return Err(ClientError::Rpc(error));
                     }
+                    tool = fresh;
                 }
                 Err(err) => return Err(err),
             }

@@ -3,6 +3,9 @@
 #   1. the official Python MCP SDK (tests/interop/test_python_sdk.py, pytest),
 #      and its listen stream on catalogs edited live
 #      (tests/interop/test_python_listen.py, which starts its own gateways),
+#      and `sezzlee client` against servers built with the Python SDK
+#      (MCPServer) and FastMCP (from_openapi), each started by the tests
+#      from tests/interop/servers/ (tests/interop/test_client_third_party.py),
 #   2. the official MCP conformance suite at 2026-07-28 and at 2025-11-25, each
 #      judged against its conformance-expected-failures-*.yml.
 #
@@ -112,7 +115,8 @@ if $python_ready; then
     rm -f target/interop-pytest.xml
     SEZZLEE_URL="$URL" SEZZLEE_BIN="$ROOT/target/release/sezzlee" CI="${CI:-1}" \
         "$VENV/bin/python" -m pytest -q --tb=short -p no:cacheprovider \
-        --junitxml=target/interop-pytest.xml "$HERE/test_python_sdk.py" "$HERE/test_python_listen.py"
+        --junitxml=target/interop-pytest.xml "$HERE/test_python_sdk.py" "$HERE/test_python_listen.py" \
+        "$HERE/test_client_third_party.py"
     pytest_status=$?
     read -r p f < <(python3 - target/interop-pytest.xml <<'EOF' || echo "0 1"
 import sys, xml.etree.ElementTree as ET
