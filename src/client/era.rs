@@ -145,9 +145,21 @@ pub async fn negotiate(
             match memory.get(url) {
                 Some(Remembered::Modern) => return Ok(modern(Value::Null, true)),
                 Some(Remembered::Legacy(version)) => {
-                    let mut negotiated = initialize(transport, &version, &id).await?;
-                    negotiated.remembered = true;
-                    return Ok(negotiated);
+                    match initialize(transport, &version, &id).await {
+                        Ok(mut negotiated) => {
+                            negotiated.remembered = true;
+                            return Ok(negotiated);
+                        }
+                        // The server changed (or forgot that version): probe again.
+                        Err(
+                            ClientError::Rpc(_)
+                            | ClientError::Http { .. }
+                            | ClientError::Unsupported(_),
+                        ) => {
+                            memory.forget(url);
+                        }
+                        Err(err) => return Err(err),
+                    }
                 }
                 None => {}
             }

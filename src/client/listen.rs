@@ -196,7 +196,12 @@ impl Listener<'_> {
 
     async fn reopen(&mut self) -> Result<(), ClientError> {
         let shift = self.attempts.saturating_sub(1).min(6);
-        let delay = (self.options.backoff * (1u32 << shift)).min(Duration::from_secs(10));
+        let delay = self
+            .options
+            .backoff
+            .checked_mul(1u32 << shift)
+            .unwrap_or(Duration::MAX)
+            .min(Duration::from_secs(10));
         tokio::time::sleep(delay).await;
         match self.open().await {
             Ok(()) => Ok(()),
