@@ -191,6 +191,12 @@ impl Client {
             .map(|cached| cached.list.clone())
     }
 
+    /// The last list fetched, fresh or not (until invalidated).
+    pub fn known_tools(&self) -> Option<Arc<ToolList>> {
+        let cache = self.tools.lock().unwrap_or_else(|p| p.into_inner());
+        cache.as_ref().map(|cached| cached.list.clone())
+    }
+
     /// Forgets the cached list (a `list_changed` arrived).
     pub fn invalidate_tools(&self) {
         *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -265,15 +271,12 @@ impl Client {
         if let Some(cap) = self.config().cache_ttl_cap {
             ttl = ttl.min(cap);
         }
-        let mut cache = self.tools.lock().unwrap_or_else(|p| p.into_inner());
-        *cache = if ttl.is_zero() {
-            None
-        } else {
-            Some(Cached {
-                list: list.clone(),
-                fresh_until: fetched_at + ttl,
-            })
-        };
+        // Kept even when it may not be reused (ttl 0): the last definitions
+        // seen still say which headers to mirror and what output to expect.
+        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = Some(Cached {
+            list: list.clone(),
+            fresh_until: fetched_at + ttl,
+        });
         Ok(list)
     }
 
@@ -291,8 +294,9 @@ impl Client {
         timeout: Duration,
     ) -> Result<ToolResult, ClientError> {
         // The definition, if this client has listed it: it says which
-        // arguments to mirror into headers and what output to expect.
-        let mut tool = self.cached_tools().and_then(|list| list.get(name).cloned());
+        // arguments to mirror into headers and what output to expect. (A
+        // stale one is corrected by the server's -32020 below.)
+        let mut tool = self.known_tools().and_then(|list| list.get(name).cloned());
         let mut relisted = false;
         loop {
             let headers = match &tool {
@@ -310,6 +314,14 @@ impl Client {
             {
                 Ok(raw) => {
                     let mut result = ToolResult::from_result(raw)?;
+                    if tool.is_none() && result.structured.is_some() && !result.is_error {
+                        // Structured output to check and no definition yet:
+                        // list (a failure only skips the check).
+                        match self.list_tools().await {
+                            Ok(list) => tool = list.get(name).cloned(),
+                            Err(err) => tracing::debug!("no outputSchema check: {err}"),
+                        }
+                    }
                     if let Some(tool) = &tool {
                         check_output(tool, &mut result);
                     }

@@ -276,8 +276,8 @@ def test_a_legacy_only_server_gets_the_initialize_fallback(binary, sdk_legacy_on
 def test_fastmcp_lists_every_page(binary, fastmcp):
     listed = as_json(ok(client(binary, fastmcp, "--json", "tools")))
     names = [tool["name"] for tool in listed["tools"]]
-    assert sorted(names) == ["create_item", "delete_item", "get_item", "health", "list_items"]
-    assert listed["pages"] == 3, "five tools at two per page"
+    assert sorted(names) == ["create_item", "delete_item", "get_item", "get_price", "health", "list_items"]
+    assert listed["pages"] == 3, "six tools at two per page"
     # One tools/list answer is one page: the server really paginates.
     status, text = post(
         fastmcp,
@@ -311,6 +311,17 @@ def test_fastmcp_calls_reach_the_api(binary, fastmcp):
     assert as_json(created)["structuredContent"]["name"] == "pen"
 
 
+def test_fastmcp_output_is_checked_against_the_output_schema(binary, fastmcp):
+    # get_price declares {"cents": integer}; the API answers a string and
+    # FastMCP passes it on: the client still succeeds, with a warning.
+    done = ok(client(binary, fastmcp, "--json", "call", "get_price", '{"item_id": 1}'))
+    assert as_json(done)["structuredContent"] == {"cents": "7000"}
+    assert "does not match its outputSchema" in done.stderr, done.stderr
+    # A matching answer draws no warning.
+    fine = ok(client(binary, fastmcp, "call", "get_item", '{"item_id": 2}'))
+    assert "warning" not in fine.stderr
+
+
 def test_fastmcp_error_split(binary, fastmcp):
     # The API answers 404: FastMCP turns it into an isError result.
     missing = client(binary, fastmcp, "--json", "call", "get_item", '{"item_id": 999}')
@@ -335,4 +346,4 @@ def test_fastmcp_legacy_era_with_a_session(binary, fastmcp):
     assert found["era"] == "legacy"
     assert found["sessionId"]
     listed = as_json(ok(client(binary, fastmcp, "--json", "--era", "legacy", "tools")))
-    assert len(listed["tools"]) == 5 and listed["pages"] == 3
+    assert len(listed["tools"]) == 6 and listed["pages"] == 3

@@ -87,6 +87,29 @@ SPEC = {
                 "responses": {"204": {"description": "deleted"}},
             },
         },
+        "/items/{item_id}/price": {
+            "get": {
+                "operationId": "get_price",
+                "summary": "The item's price in cents (the API answers a string: it breaks its own contract).",
+                "parameters": [
+                    {"name": "item_id", "in": "path", "required": True, "schema": {"type": "integer"}}
+                ],
+                "responses": {
+                    "200": {
+                        "description": "ok",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["cents"],
+                                    "properties": {"cents": {"type": "integer"}},
+                                }
+                            }
+                        },
+                    }
+                },
+            }
+        },
         "/health": {
             "get": {
                 "operationId": "health",
@@ -121,6 +144,11 @@ async def delete_item(request: Request) -> JSONResponse:
     return JSONResponse(None, status_code=204)
 
 
+async def get_price(request: Request) -> JSONResponse:
+    item = ITEMS.get(int(request.path_params["item_id"]), {"price": 0})
+    return JSONResponse({"cents": f"{item['price'] * 100}"})
+
+
 async def health(request: Request) -> JSONResponse:
     return JSONResponse({"up": True})
 
@@ -131,6 +159,7 @@ backend = Starlette(
         Route("/items", create_item, methods=["POST"]),
         Route("/items/{item_id}", get_item, methods=["GET"]),
         Route("/items/{item_id}", delete_item, methods=["DELETE"]),
+        Route("/items/{item_id}/price", get_price, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
     ]
 )
