@@ -206,6 +206,7 @@ impl Catalog {
                     .map(|props| props.keys().map(String::as_str).collect())
                     .unwrap_or_default(),
                 tags: &tool.tags,
+                document: &tool.document,
             }
         }));
         let fingerprint = observable_fingerprint(&tools);

@@ -41,6 +41,11 @@
 //!    description (its summary, usually) weigh a little more than the rest.
 //!    Outside the description a word counts once per field: in
 //!    `users_user_list_users` the repeats are structure, not emphasis;
+//!    That score is then lifted by route coverage ([`ROUTE_COVERAGE`]): the
+//!    share of the route's resource segments (its literal path words, less
+//!    those most routes of its document share, like `/rest/api/3`) that the
+//!    keywords name, so `list users` prefers `GET /users` to
+//!    `GET /users/{id}/todo/lists`;
 //! 3. the tool's name (documents come in name order, so their index).
 //!
 //! Tools that match nothing follow by name; an empty query lists everything
@@ -82,6 +87,9 @@ pub struct SearchFields<'a> {
     pub route: &'a str,
     pub argument_names: Vec<&'a str>,
     pub tags: &'a [String],
+    /// The API document the tool comes from: route segments most of a
+    /// document's routes share (`/rest/api/3`) say nothing about any one.
+    pub document: &'a str,
 }
 
 /// The searchable fields, in the order of [`FIELD_WEIGHT`] and [`FIELD_B`].
@@ -187,11 +195,40 @@ const INVARIANT: &[&str] = &[
 
 /// One posting: a tool containing a word group, with the group's BM25F
 /// pseudo-frequency there (field-weighted, length-normalised).
+/// Eight bytes, so a long posting list stays dense in cache.
 #[derive(Clone, Copy, Debug)]
 struct Posting {
-    doc: u32,
+    /// The tool, and in the top bit ([`RESOURCE_BIT`]) whether the group
+    /// names one of its resource segments (see [`ROUTE_COVERAGE`]).
+    doc_and_resource: u32,
     weight: f32,
 }
+
+const RESOURCE_BIT: u32 = 1 << 31;
+
+impl Posting {
+    fn doc(&self) -> usize {
+        (self.doc_and_resource & !RESOURCE_BIT) as usize
+    }
+
+    fn resource(&self) -> bool {
+        self.doc_and_resource & RESOURCE_BIT != 0
+    }
+}
+
+/// How much route coverage lifts a score: a tool's score is multiplied by
+/// `1 + ROUTE_COVERAGE × covered`, where `covered` is the share of its
+/// route's resource segments (literal path words, not parameters, not the
+/// method, not words most routes of its document share) that the query's
+/// keywords match. Among tools matching as many keywords, `list users`
+/// then prefers `GET /users` (all of its resource named) to
+/// `GET /users/{id}/todo/lists` (a third of it unasked for).
+const ROUTE_COVERAGE: f32 = 1.0;
+/// A route word in more than this share of its document's routes (when the
+/// document has at least [`SHARED_MIN_ROUTES`]) is a base path segment, not
+/// a resource.
+const SHARED_SHARE: f32 = 0.5;
+const SHARED_MIN_ROUTES: usize = 4;
 
 /// An inverted index over the tools of a catalog. Immutable once built, so
 /// it is `Send + Sync` and any number of queries may run on it at once.
@@ -208,6 +245,8 @@ pub struct SearchIndex {
     /// in tool order.
     posting_start: Vec<u32>,
     postings: Vec<Posting>,
+    /// Distinct resource segments of each tool's route.
+    resources: Vec<u8>,
 }
 
 impl SearchIndex {
@@ -240,7 +279,7 @@ impl SearchIndex {
         let words = capped_keywords(query, MAX_KEYWORDS);
         with_scratch(self.doc_count, |scratch| {
             self.score_query(&words, scratch);
-            let mut result = best_matched(scratch, limit, &include);
+            let mut result = best_matched(scratch, &self.resources, limit, &include);
             self.fill_unmatched(scratch, limit, &include, &mut result);
             result
         })
@@ -324,7 +363,7 @@ impl SearchIndex {
 
     fn accumulate(&self, group: u32, quality: f32, scratch: &mut Scratch) {
         for posting in self.group_postings(group) {
-            scratch.add(posting.doc as usize, quality * posting.weight);
+            scratch.add(posting.doc(), quality * posting.weight, posting.resource());
         }
     }
 
@@ -369,20 +408,40 @@ impl SearchIndex {
 /// The best `limit` matched tools that `include` accepts, best first: one
 /// pass over the matched tools keeping the best so far in a heap, so
 /// `include` is asked only about tools that would enter it.
-fn best_matched(scratch: &Scratch, limit: usize, include: &impl Fn(usize) -> bool) -> Vec<usize> {
+fn best_matched(
+    scratch: &Scratch,
+    resources: &[u8],
+    limit: usize,
+    include: &impl Fn(usize) -> bool,
+) -> Vec<usize> {
     let mut best: BinaryHeap<Candidate> = BinaryHeap::with_capacity(limit.min(1024) + 1);
+    // Once the heap is full, a tool matching fewer keywords than its worst
+    // cannot enter: most tools of a broad query end here, cheaply.
+    let mut floor = 0u8;
     for &doc in &scratch.matched {
         let state = &scratch.docs[doc as usize];
+        if state.count < floor {
+            continue;
+        }
+        let total = resources.get(doc as usize).copied().unwrap_or(0);
+        let covered = if total == 0 {
+            0.0
+        } else {
+            f32::from(state.resource_hits.min(total)) / f32::from(total)
+        };
         let candidate = Candidate {
             doc,
             count: state.count,
-            score: state.score,
+            score: state.score * (1.0 + ROUTE_COVERAGE * covered),
         };
         let enters = best.len() < limit || best.peek().is_some_and(|worst| candidate < *worst);
         if enters && include(doc as usize) {
             best.push(candidate);
             if best.len() > limit {
                 best.pop();
+            }
+            if best.len() >= limit {
+                floor = best.peek().map_or(0, |worst| worst.count);
             }
         }
     }
@@ -449,6 +508,11 @@ struct DocState {
     frequency: f32,
     /// Distinct keywords matched.
     count: u8,
+    /// Whether the current keyword matched one of the tool's resource
+    /// segments.
+    resource_now: bool,
+    /// Keywords that matched one of its resource segments.
+    resource_hits: u8,
 }
 
 /// Per-query working memory. Between queries every [`DocState`] is zero; a
@@ -474,15 +538,21 @@ impl Scratch {
         }
         self.busy = true;
         let result = f(self);
-        for &doc in &self.matched {
-            self.docs[doc as usize] = DocState::default();
+        // Put back what the query touched: one by one when it is little, a
+        // plain fill (sequential, far cheaper per tool) when it is much.
+        if self.matched.len() > self.docs.len() / 16 {
+            self.docs.fill(DocState::default());
+        } else {
+            for &doc in &self.matched {
+                self.docs[doc as usize] = DocState::default();
+            }
         }
         self.matched.clear();
         self.busy = false;
         result
     }
 
-    fn add(&mut self, doc: usize, weight: f32) {
+    fn add(&mut self, doc: usize, weight: f32, resource: bool) {
         let Some(state) = self.docs.get_mut(doc) else {
             return;
         };
@@ -490,6 +560,7 @@ impl Scratch {
             self.touched.push(doc as u32);
         }
         state.frequency += weight;
+        state.resource_now |= resource;
     }
 
     /// Turns the current keyword's frequencies into scores. The first
@@ -510,8 +581,12 @@ impl Scratch {
                 self.matched.push(doc);
             }
             state.score += idf * tf * (K1 + 1.0) / (tf + K1);
+            let resource = std::mem::take(&mut state.resource_now);
             if counts {
                 state.count = state.count.saturating_add(1);
+                if resource {
+                    state.resource_hits = state.resource_hits.saturating_add(1);
+                }
             }
         }
         self.touched.clear();
@@ -537,6 +612,10 @@ struct Builder {
     occurrences: Vec<(u32, u32, [u16; FIELDS])>,
     /// Token count per field, per doc.
     lengths: Vec<[u32; FIELDS]>,
+    /// Document id of each doc, by first appearance.
+    documents: HashMap<String, u32>,
+    /// (document, singular forms of the route's literal path words), per doc.
+    routes: Vec<(u32, Vec<String>)>,
 }
 
 impl Builder {
@@ -556,6 +635,12 @@ impl Builder {
         let entries = frequencies.into_iter().map(|(term, f)| (term, id, f));
         self.occurrences.extend(entries);
         self.lengths.push(lengths);
+        let next = self.documents.len() as u32;
+        let document = *self
+            .documents
+            .entry(doc.document.to_string())
+            .or_insert(next);
+        self.routes.push((document, route_words(doc.route)));
     }
 
     fn term_id(&mut self, word: &str) -> u32 {
@@ -578,6 +663,11 @@ impl Builder {
             .collect();
         occurrences.sort_unstable_by_key(|&(group, doc, _)| (group, doc));
         let merged = merge_occurrences(occurrences);
+        let resource_groups = resource_groups(&self.routes, &groups);
+        let resources = resource_groups
+            .iter()
+            .map(|groups| groups.len().min(usize::from(u8::MAX)) as u8)
+            .collect();
 
         let average = average_lengths(&self.lengths);
         let mut posting_start = Vec::with_capacity(groups.len() + 1);
@@ -590,7 +680,14 @@ impl Builder {
             let weight = (0..FIELDS)
                 .map(|f| field_weight(f, frequency[f], lengths[f], average[f]))
                 .sum();
-            postings.push(Posting { doc, weight });
+            let resource = resource_groups
+                .get(doc as usize)
+                .is_some_and(|groups| groups.binary_search(&group).is_ok());
+            let flag = if resource { RESOURCE_BIT } else { 0 };
+            postings.push(Posting {
+                doc_and_resource: (doc & !RESOURCE_BIT) | flag,
+                weight,
+            });
         }
         while posting_start.len() <= groups.len() {
             posting_start.push(postings.len() as u32);
@@ -602,8 +699,70 @@ impl Builder {
             groups,
             posting_start,
             postings,
+            resources,
         }
     }
+}
+
+/// Singular forms of the literal words of a route's path: not the method,
+/// not `{parameters}`, not numbers or stopwords; each once.
+fn route_words(route: &str) -> Vec<String> {
+    let path = route.split_once(' ').map_or(route, |(_, path)| path);
+    let mut literal = String::with_capacity(path.len());
+    let mut depth = 0usize;
+    for c in path.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => literal.push(c),
+            _ => literal.push(' '),
+        }
+    }
+    let mut words: Vec<String> = tokens(&literal)
+        .into_iter()
+        .filter(|t| !t.chars().all(|c| c.is_ascii_digit()) && !is_stopword(t))
+        .map(|t| singular(&t))
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+/// Per doc, the sorted groups of its route's resource segments: its route
+/// words minus those most routes of its document share.
+fn resource_groups(
+    routes: &[(u32, Vec<String>)],
+    groups: &HashMap<Box<str>, u32>,
+) -> Vec<Vec<u32>> {
+    let mut routes_per_document: HashMap<u32, usize> = HashMap::new();
+    let mut word_routes: HashMap<(u32, &str), usize> = HashMap::new();
+    for (document, words) in routes {
+        *routes_per_document.entry(*document).or_default() += 1;
+        for word in words {
+            *word_routes.entry((*document, word.as_str())).or_default() += 1;
+        }
+    }
+    routes
+        .iter()
+        .map(|(document, words)| {
+            let total = routes_per_document.get(document).copied().unwrap_or(0);
+            let mut ids: Vec<u32> = words
+                .iter()
+                .filter(|word| {
+                    let share = word_routes
+                        .get(&(*document, word.as_str()))
+                        .copied()
+                        .unwrap_or(0) as f32
+                        / total.max(1) as f32;
+                    total < SHARED_MIN_ROUTES || share <= SHARED_SHARE
+                })
+                .filter_map(|word| groups.get(word.as_str()).copied())
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids
+        })
+        .collect()
 }
 
 /// A tool's tokens per field.
@@ -876,6 +1035,7 @@ mod tests {
             route: t.route,
             argument_names: t.arguments.clone(),
             tags: &t.tags,
+            document: "test.json",
         }))
     }
 
@@ -1200,6 +1360,66 @@ mod tests {
         assert_eq!(idx.top(&huge, 5, |_| true).len(), 2);
         assert_eq!(idx.top("🎉", 5, |_| true).len(), 2);
         assert_eq!(idx.top(&"x".repeat(100_000), 1, |_| true).len(), 1);
+    }
+
+    #[test]
+    fn the_route_whose_resource_the_query_names_wins_among_equals() {
+        let tools = [
+            Tool {
+                route: "GET /users",
+                ..tool(
+                    "users_user_list_user",
+                    "Get user. Retrieve the properties of user objects.",
+                )
+            },
+            Tool {
+                route: "GET /users/{user-id}/todo/lists",
+                ..tool(
+                    "users_todo_list_lists",
+                    "List lists. Get a list of the todoTaskList objects in a list.",
+                )
+            },
+        ];
+        assert_eq!(names(&tools, "list users", 2)[0], "users_user_list_user");
+        assert_eq!(
+            names(&tools, "list todo lists", 2)[0],
+            "users_todo_list_lists"
+        );
+    }
+
+    #[test]
+    fn route_words_are_literal_path_words_in_singular_form() {
+        assert_eq!(
+            route_words("GET /v1/users/{user-id}/todoLists/{id}.json"),
+            strings(&["json", "list", "todo", "user", "v1"])
+        );
+        assert_eq!(
+            route_words("POST /2010-04-01/Accounts"),
+            strings(&["account"])
+        );
+        assert!(route_words("GET /").is_empty());
+    }
+
+    #[test]
+    fn path_words_most_routes_of_a_document_share_are_not_resources() {
+        let routes: Vec<(u32, Vec<String>)> = [
+            "GET /rest/api/3/issue",
+            "GET /rest/api/3/project",
+            "GET /rest/api/3/user",
+            "GET /rest/api/3/issue/{id}/comment",
+        ]
+        .iter()
+        .map(|route| (0, route_words(route)))
+        .collect();
+        let groups: HashMap<Box<str>, u32> = ["api", "comment", "issue", "project", "rest", "user"]
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (Box::from(*w), i as u32))
+            .collect();
+        let resources = resource_groups(&routes, &groups);
+        // rest and api are in every route; issue in half of them, kept.
+        assert_eq!(resources[0], vec![groups["issue"]]);
+        assert_eq!(resources[3], vec![groups["comment"], groups["issue"]]);
     }
 
     #[test]
