@@ -467,3 +467,43 @@ fn search_tasks_exit_1_for_an_operation_the_folder_lacks_and_2_for_a_bad_file() 
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("line 1: expected 4 or 5 tab-separated fields"));
 }
+
+/// Search quality must not regress on real documents: the shared sample
+/// tasks and `tests/data/search-tasks-more.tsv` (common agent requests)
+/// over all of `../shared/catalogs-real`, each document alone and all in
+/// one catalog. An agent that does not see the operation in its first five
+/// cards fails its task, so recall@5 is the gate.
+#[test]
+fn search_quality_on_the_real_catalogs_holds_its_floor() {
+    let more = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/search-tasks-more.tsv");
+    let sample = Path::new(REAL).join("search-tasks.tsv");
+    for (tasks, floor) in [(sample, 0.95), (more, 0.8)] {
+        let output = Command::new(env!("CARGO_BIN_EXE_sezzlee"))
+            .arg("check")
+            .arg(REAL)
+            .arg("--search-tasks")
+            .arg(&tasks)
+            .output()
+            .expect("run sezzlee");
+        let report = text(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{report}{}",
+            text(&output.stderr)
+        );
+        let sections: Vec<(usize, f64, f64, f64, f64)> = report
+            .lines()
+            .filter(|line| line.contains(" tasks: recall@1 "))
+            .map(|line| scores(line.trim()))
+            .collect();
+        assert_eq!(sections.len(), 2, "{report}");
+        for (_, _, at5, _, _) in sections {
+            assert!(
+                at5 >= floor,
+                "recall@5 {at5} < {floor} on {}:\n{report}",
+                tasks.display()
+            );
+        }
+    }
+}
