@@ -5,7 +5,7 @@
 //! no other global state exists.
 
 use crate::auth::Authenticator;
-use crate::backend::{Client, DEFAULT_MAX_RESPONSE_BYTES};
+use crate::backend::Client;
 use crate::catalog::{Catalog, Sources};
 use crate::mcp::listen::Registry;
 use crate::settings::Settings;
@@ -39,7 +39,7 @@ impl Gateway {
         });
         Arc::new(Gateway {
             auth,
-            backend: Client::new(DEFAULT_MAX_RESPONSE_BYTES),
+            backend: Client::new(settings.max_response_bytes),
             settings,
             store: Arc::new(Store::new(Served::new(catalog, 0, build))),
             streams: Arc::new(Registry::default()),

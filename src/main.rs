@@ -83,6 +83,9 @@ struct ServeArgs {
     /// Largest tool answer in characters [default: 60000].
     #[arg(long, env = "SEZZLEE_RESPONSE_BUDGET")]
     response_budget: Option<usize>,
+    /// Most bytes of a backend response read per call [default: 8388608].
+    #[arg(long, env = "SEZZLEE_MAX_RESPONSE_BYTES")]
+    max_response_bytes: Option<usize>,
     /// Log format: text or json [default: text].
     #[arg(long, env = "SEZZLEE_LOG_FORMAT")]
     log_format: Option<String>,
@@ -118,6 +121,7 @@ impl ServeArgs {
             allowed_origins: self.allowed_origins.clone(),
             max_body_bytes: self.max_body_bytes,
             response_budget: self.response_budget,
+            max_response_bytes: self.max_response_bytes,
             log_format: self.log_format.clone(),
             debounce_ms: self.debounce_ms,
             watch: self.watch.clone(),

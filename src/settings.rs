@@ -27,6 +27,9 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// Largest tool answer, in characters of serialised JSON.
     pub response_budget: usize,
+    /// Most bytes of a backend response read; the rest is not read and the
+    /// result says how much was left out.
+    pub max_response_bytes: usize,
     /// `text` or `json` logs.
     pub log_format: LogFormat,
     /// Debounce window of the catalog watcher.
@@ -115,6 +118,7 @@ impl Default for Settings {
             allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
             max_body_bytes: 4 * 1024 * 1024,
             response_budget: 60_000,
+            max_response_bytes: crate::backend::DEFAULT_MAX_RESPONSE_BYTES,
             log_format: LogFormat::Text,
             debounce: Duration::from_millis(50),
             watch: WatchMode::Events,
@@ -139,6 +143,7 @@ pub struct FileSettings {
     pub allowed_origins: Option<Vec<String>>,
     pub max_body_bytes: Option<usize>,
     pub response_budget: Option<usize>,
+    pub max_response_bytes: Option<usize>,
     pub log_format: Option<LogFormat>,
     pub debounce_ms: Option<u64>,
     pub watch: Option<WatchMode>,
@@ -161,6 +166,7 @@ pub struct Overrides {
     pub allowed_origins: Option<Vec<String>>,
     pub max_body_bytes: Option<usize>,
     pub response_budget: Option<usize>,
+    pub max_response_bytes: Option<usize>,
     pub log_format: Option<String>,
     pub debounce_ms: Option<u64>,
     pub watch: Option<String>,
@@ -204,6 +210,9 @@ impl Settings {
         }
         if let Some(v) = overrides.response_budget.or(file.response_budget) {
             s.response_budget = v;
+        }
+        if let Some(v) = overrides.max_response_bytes.or(file.max_response_bytes) {
+            s.max_response_bytes = v;
         }
         if let Some(v) = &overrides.log_format {
             s.log_format = match v.as_str() {

@@ -26,6 +26,8 @@ const KEY_VARIABLE: &str = "SEZZLEE_INVOKE_TOOL_TEST_KEY_5D21C8";
 const KEY_VALUE: &str = "key-from-the-environment";
 /// A variable no process sets: the misconfigured sidecar names it.
 const UNSET_VARIABLE: &str = "SEZZLEE_INVOKE_TOOL_TEST_UNSET_9F3A07";
+/// A variable whose value would split a request: a static header names it.
+const SPLITTING_VARIABLE: &str = "SEZZLEE_INVOKE_TOOL_TEST_SPLIT_41B7E2";
 
 /// The exact message of seed `003_aeabac61e8fac46c`.
 fn tool_changed_message(name: &str) -> String {
@@ -46,6 +48,7 @@ fn init() {
         unsafe {
             std::env::set_var(KEY_VARIABLE, KEY_VALUE);
             std::env::remove_var(UNSET_VARIABLE);
+            std::env::set_var(SPLITTING_VARIABLE, "key\r\nx-admin: yes");
         }
     });
 }
@@ -389,6 +392,11 @@ fn write_catalogs(dir: &Path, backend: &str, api_revision: Value) {
         "misconfigured.sezzlee.json",
         &json!({"backend": {"baseUrl": backend, "headers": {"x-api-key": format!("${{{UNSET_VARIABLE}}}")}}}),
     );
+    write("splitting.json", &single("splitting", "splitting"));
+    write(
+        "splitting.sezzlee.json",
+        &json!({"backend": {"baseUrl": backend, "headers": {"x-api-key": format!("${{{SPLITTING_VARIABLE}}}")}}}),
+    );
     write("down.json", &single("downCall", "down"));
     write(
         "down.sezzlee.json",
@@ -689,8 +697,26 @@ async fn invalid_arguments_list_every_problem_and_send_nothing() {
         )
         .await;
     assert_eq!(payload["accepted"], json!(["id"]));
-    assert!(payload.to_string().contains("admin"), "{payload}");
-    assert!(payload["problems"][0]["pointer"].is_string(), "{payload}");
+    // One problem per unknown argument, pointing at it.
+    assert_eq!(
+        payload["problems"],
+        json!([{"pointer": "/admin", "message": "'admin' is not an argument of this tool"}]),
+        "{payload}"
+    );
+    let payload = s
+        .refused(
+            json!({"name": "get_thing", "arguments": {"id": "a", "x/y": 1, "b~": 2}}),
+            "invalid_arguments",
+        )
+        .await;
+    let mut pointers: Vec<&str> = payload["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter_map(|p| p["pointer"].as_str())
+        .collect();
+    pointers.sort_unstable();
+    assert_eq!(pointers, ["/b~0", "/x~1y"], "{payload}");
 
     // A missing required argument.
     let payload = s
@@ -968,6 +994,20 @@ async fn a_missing_environment_variable_is_an_internal_error_naming_it() {
     assert_eq!(payload["retryable"], false);
 }
 
+#[tokio::test]
+async fn a_static_header_whose_variable_holds_a_line_break_is_never_sent() {
+    let s = Setup::start().await;
+    let before = s.backend.count();
+    let payload = s
+        .refused(json!({"name": "splitting"}), "internal_error")
+        .await;
+    let message = payload["message"].as_str().unwrap_or_default();
+    assert!(message.contains("line break"), "{payload}");
+    assert!(message.contains("x-api-key"), "{payload}");
+    assert_eq!(payload["retryable"], false);
+    assert_eq!(s.backend.count(), before, "nothing reached the backend");
+}
+
 // ------------------------------------------------------------ 4. results
 
 #[tokio::test]
@@ -1103,6 +1143,20 @@ async fn binary_and_over_budget_bodies_are_omitted_with_their_size() {
     );
     assert!(payload.to_string().len() <= 2_000);
     assert_eq!(s.backend.hits("/big"), 1, "the call still ran");
+    // The cap on what is read at all is a setting (max_response_bytes).
+    let capped = TestGateway::start(s.dir.path(), |settings| {
+        settings.max_response_bytes = 4_096;
+    })
+    .await;
+    let payload = capped
+        .tool_ok("invoke_tool", json!({"name": "get_big"}))
+        .await;
+    assert_eq!(payload["body"], Value::Null, "{payload}");
+    assert_eq!(payload["omitted"]["reason"], "over_budget", "{payload}");
+    let payload = capped
+        .tool_ok("invoke_tool", json!({"name": "get_json"}))
+        .await;
+    assert_eq!(payload["body"]["greeting"], "hello");
     // A small body still fits.
     let payload = small
         .tool_ok("invoke_tool", json!({"name": "get_json"}))

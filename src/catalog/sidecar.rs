@@ -151,6 +151,30 @@ impl Sidecar {
                 message: format!("namespace '{namespace}' must use only [a-z0-9_]"),
             });
         }
+        let header_names = self
+            .backend
+            .headers
+            .keys()
+            .chain(self.backend.forward_headers.iter().flatten());
+        for name in header_names {
+            if !is_header_name(name) {
+                return Err(ConfigError {
+                    pointer: "/backend".to_string(),
+                    message: format!("'{name}' is not an HTTP header name"),
+                });
+            }
+        }
+        for (name, value) in &self.backend.headers {
+            if value.chars().any(|c| matches!(c, '\r' | '\n' | '\0')) {
+                return Err(ConfigError {
+                    pointer: format!(
+                        "/backend/headers/{}",
+                        super::diagnostics::pointer_segment(name)
+                    ),
+                    message: format!("the value of header '{name}' holds a line break or NUL"),
+                });
+            }
+        }
         for key in self.tools.keys().chain(self.revision.operations.keys()) {
             if parse_operation_key(key).is_none() {
                 return Err(ConfigError {
@@ -194,6 +218,14 @@ impl Sidecar {
             (m.eq_ignore_ascii_case(method) && p == path).then_some(*level)
         })
     }
+}
+
+/// Whether `name` is an HTTP field name (an RFC 9110 token).
+pub fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// `"GET /orders"` → (`GET`, `/orders`).
@@ -266,5 +298,26 @@ mod tests {
         assert!(err.message.contains("staff"));
         let err = Sidecar::from_value(&json!({"tools": {"orders": {}}})).unwrap_err();
         assert!(err.message.contains("METHOD /path"));
+    }
+
+    #[test]
+    fn header_names_and_values_that_would_split_a_request_are_refused() {
+        let err =
+            Sidecar::from_value(&json!({"backend": {"headers": {"X-Key": "a\r\nX-Admin: 1"}}}))
+                .unwrap_err();
+        assert_eq!(err.pointer, "/backend/headers/X-Key");
+        assert!(err.message.contains("line break"), "{}", err.message);
+        let err =
+            Sidecar::from_value(&json!({"backend": {"headers": {"X Key": "a"}}})).unwrap_err();
+        assert!(
+            err.message.contains("'X Key' is not an HTTP header name"),
+            "{}",
+            err.message
+        );
+        let err =
+            Sidecar::from_value(&json!({"backend": {"forwardHeaders": ["x-user:"]}})).unwrap_err();
+        assert!(err.message.contains("'x-user:'"), "{}", err.message);
+        let ok = json!({"backend": {"headers": {"X-Key": "${KEY}"}, "forwardHeaders": ["x-request-id"]}});
+        assert!(Sidecar::from_value(&ok).is_ok());
     }
 }

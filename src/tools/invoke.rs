@@ -129,9 +129,25 @@ fn validate(
     let instance = Value::Object(arguments.clone());
     let problems: Vec<Problem> = validator
         .iter_errors(&instance)
-        .map(|error| Problem {
-            pointer: error.instance_path().as_str().to_string(),
-            message: error.to_string(),
+        .flat_map(|error| {
+            let at = error.instance_path().as_str().to_string();
+            match error.kind() {
+                // One problem per argument the schema does not have, pointing
+                // at it, rather than one at the object holding them.
+                jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                    unexpected
+                        .iter()
+                        .map(|name| Problem {
+                            pointer: format!("{at}/{}", escape_pointer(name)),
+                            message: format!("'{name}' is not an argument of this tool"),
+                        })
+                        .collect()
+                }
+                _ => vec![Problem {
+                    pointer: at,
+                    message: error.to_string(),
+                }],
+            }
         })
         .collect();
     if problems.is_empty() {
@@ -139,6 +155,11 @@ fn validate(
     } else {
         Err(problems)
     }
+}
+
+/// A JSON pointer reference token (RFC 6901): `~` → `~0`, `/` → `~1`.
+fn escape_pointer(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
 }
 
 fn invalid_arguments(tool: &Tool, problems: Vec<Problem>) -> ToolAnswer {
@@ -293,6 +314,14 @@ fn outgoing_headers(context: &Context, tool: &Tool) -> Result<Vec<(String, Strin
                 tool.name
             )
         })?;
+        // The sidecar was checked at load, but a `${NAME}` may bring in
+        // anything: never let it split the request.
+        if value.chars().any(|c| matches!(c, '\r' | '\n' | '\0')) {
+            return Err(format!(
+                "The configured header '{name}' of '{}' holds a line break or NUL after ${{...}} expansion; fix the environment variable it names.",
+                tool.name
+            ));
+        }
         headers.push((name.to_ascii_lowercase(), value));
     }
     headers.push((
