@@ -72,8 +72,9 @@ fn load_graph() -> Served {
 fn call(context: &Context, arguments: &Value) -> usize {
     let answer = search::run(context, arguments);
     assert!(!answer.is_error, "search_tools failed: {}", answer.payload);
-    let result = sezzlee::mcp::call_tool_result(&answer);
-    result.len() + answer.payload.as_object().map_or(0, |o| o.len())
+    let fields = answer.payload.as_object().map_or(0, |o| o.len());
+    let result = sezzlee::mcp::call_tool_result(answer);
+    result.len() + fields
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

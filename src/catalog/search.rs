@@ -119,6 +119,9 @@ const K1: f32 = 1.2;
 const WHOLE: f32 = 1.0;
 /// Weight of a match where the token only starts with the keyword.
 const PREFIX: f32 = 0.4;
+/// A keyword whose posting lists reach at least one tool in this many
+/// settles by one pass over every tool ([`SearchIndex::score_groups`]).
+const DENSE_FROM: usize = 8;
 /// Weight of a match through [`SYNONYMS`].
 const SYNONYM: f32 = 0.3;
 
@@ -299,31 +302,82 @@ impl SearchIndex {
     /// A stopword matches whole tokens only, and counts as a matched keyword
     /// only when the query has nothing else.
     fn score_stopword(&self, word: &str, counts: bool, scratch: &mut Scratch) {
-        if let Some(group) = self.group_of(word) {
-            self.accumulate(group, WHOLE, scratch);
-        }
-        let literal = scratch.touched.len();
-        scratch.settle(self.doc_count, literal, counts);
+        let literal: Vec<(u32, f32)> = self
+            .group_of(word)
+            .map(|g| (g, WHOLE))
+            .into_iter()
+            .collect();
+        self.score_groups(&literal, &[], counts, scratch);
     }
 
     /// Adds one keyword's matches (whole, prefix, synonym) to the scores.
     fn score_keyword(&self, word: &str, scratch: &mut Scratch) {
         let own = self.group_of(word);
         let mut used: Vec<u32> = own.into_iter().collect();
-        if let Some(group) = own {
-            self.accumulate(group, WHOLE, scratch);
-        }
+        let mut literal: Vec<(u32, f32)> = own.map(|g| (g, WHOLE)).into_iter().collect();
         if word.chars().nth(1).is_some() {
             for group in self.prefix_groups(word, &used) {
-                self.accumulate(group, PREFIX, scratch);
+                literal.push((group, PREFIX));
                 used.push(group);
             }
         }
-        let literal = scratch.touched.len();
-        for group in self.synonym_groups(word, &used) {
-            self.accumulate(group, SYNONYM, scratch);
+        let synonyms: Vec<(u32, f32)> = self
+            .synonym_groups(word, &used)
+            .into_iter()
+            .map(|g| (g, SYNONYM))
+            .collect();
+        self.score_groups(&literal, &synonyms, true, scratch);
+    }
+
+    /// Scores one keyword from the groups it reaches, each with the weight
+    /// of its kind of match. The IDF counts the tools the literal groups
+    /// reach (all groups' when none). A keyword reaching few tools walks
+    /// only those; one reaching many (a common word and its synonyms)
+    /// accumulates without bookkeeping and settles in one sequential pass
+    /// over every tool, which is cheaper than visiting them at random. Both
+    /// ways give the same scores.
+    fn score_groups(
+        &self,
+        literal: &[(u32, f32)],
+        synonyms: &[(u32, f32)],
+        counts: bool,
+        scratch: &mut Scratch,
+    ) {
+        let reached: usize = literal
+            .iter()
+            .chain(synonyms)
+            .map(|&(group, _)| self.group_postings(group).len())
+            .sum();
+        if reached * DENSE_FROM < self.doc_count {
+            for &(group, quality) in literal {
+                self.accumulate(group, quality, scratch);
+            }
+            let literal_tools = scratch.touched.len();
+            for &(group, quality) in synonyms {
+                self.accumulate(group, quality, scratch);
+            }
+            let df = if literal_tools > 0 {
+                literal_tools
+            } else {
+                scratch.touched.len()
+            };
+            scratch.settle(self.doc_count, df, counts);
+        } else {
+            let mut literal_tools = 0;
+            for &(group, quality) in literal {
+                literal_tools += scratch.add_dense(self.group_postings(group), quality);
+            }
+            let mut all_tools = literal_tools;
+            for &(group, quality) in synonyms {
+                all_tools += scratch.add_dense(self.group_postings(group), quality);
+            }
+            let df = if literal_tools > 0 {
+                literal_tools
+            } else {
+                all_tools
+            };
+            scratch.settle_dense(self.doc_count, df, counts);
         }
-        scratch.settle(self.doc_count, literal, true);
     }
 
     /// The group of tokens with the same singular form as `word`.
@@ -515,6 +569,22 @@ struct DocState {
     resource_hits: u8,
 }
 
+impl DocState {
+    /// Adds the current keyword's BM25 contribution and clears its
+    /// frequency.
+    fn settle(&mut self, idf: f32, counts: bool) {
+        let tf = std::mem::take(&mut self.frequency);
+        self.score += idf * tf * (K1 + 1.0) / (tf + K1);
+        let resource = std::mem::take(&mut self.resource_now);
+        if counts {
+            self.count = self.count.saturating_add(1);
+            if resource {
+                self.resource_hits = self.resource_hits.saturating_add(1);
+            }
+        }
+    }
+}
+
 /// Per-query working memory. Between queries every [`DocState`] is zero; a
 /// query cleans up only what it touched.
 #[derive(Default)]
@@ -563,33 +633,49 @@ impl Scratch {
         state.resource_now |= resource;
     }
 
-    /// Turns the current keyword's frequencies into scores. The first
-    /// `literal` touched tools matched the word itself (whole or prefix), the
-    /// rest only a synonym; the IDF comes from the literal matches when
-    /// there are any. `counts`: whether a match adds to the keyword count.
-    fn settle(&mut self, docs: usize, literal: usize, counts: bool) {
-        let df = if literal > 0 {
-            literal
-        } else {
-            self.touched.len()
-        };
+    /// Like [`Scratch::add`] for a whole posting list, without noting the
+    /// tools touched; returns how many it touched first.
+    fn add_dense(&mut self, postings: &[Posting], quality: f32) -> usize {
+        let mut first = 0;
+        for posting in postings {
+            let Some(state) = self.docs.get_mut(posting.doc()) else {
+                continue;
+            };
+            first += usize::from(state.frequency == 0.0);
+            state.frequency += quality * posting.weight;
+            state.resource_now |= posting.resource();
+        }
+        first
+    }
+
+    /// Turns the current keyword's frequencies into scores, with `df`
+    /// tools for its IDF. `counts`: whether a match adds to the keyword
+    /// count.
+    fn settle(&mut self, docs: usize, df: usize, counts: bool) {
         let idf = idf(docs, df);
         for &doc in &self.touched {
             let state = &mut self.docs[doc as usize];
-            let tf = std::mem::take(&mut state.frequency);
             if state.score == 0.0 {
                 self.matched.push(doc);
             }
-            state.score += idf * tf * (K1 + 1.0) / (tf + K1);
-            let resource = std::mem::take(&mut state.resource_now);
-            if counts {
-                state.count = state.count.saturating_add(1);
-                if resource {
-                    state.resource_hits = state.resource_hits.saturating_add(1);
-                }
-            }
+            state.settle(idf, counts);
         }
         self.touched.clear();
+    }
+
+    /// [`Scratch::settle`] after [`Scratch::add_dense`]: one pass over
+    /// every tool.
+    fn settle_dense(&mut self, docs: usize, df: usize, counts: bool) {
+        let idf = idf(docs, df);
+        for (doc, state) in self.docs.iter_mut().enumerate() {
+            if state.frequency == 0.0 {
+                continue;
+            }
+            if state.score == 0.0 {
+                self.matched.push(doc as u32);
+            }
+            state.settle(idf, counts);
+        }
     }
 
     fn is_matched(&self, doc: usize) -> bool {

@@ -46,13 +46,14 @@ pub enum Reply {
 
 /// A `CallToolResult`: the answer as JSON text in one content block,
 /// `isError` only on failure.
-pub fn call_tool_result(answer: &ToolAnswer) -> serde_json::Map<String, Value> {
+pub fn call_tool_result(answer: ToolAnswer) -> serde_json::Map<String, Value> {
     let mut result = serde_json::Map::new();
+    let is_error = answer.is_error;
     result.insert(
         "content".to_string(),
-        json!([{"type": "text", "text": answer.payload.to_string()}]),
+        json!([{"type": "text", "text": answer.into_text()}]),
     );
-    if answer.is_error {
+    if is_error {
         result.insert("isError".to_string(), json!(true));
     }
     result

@@ -275,5 +275,5 @@ pub async fn tools_call(
         self_url: gateway.self_url.get().map(String::as_str),
     };
     let answer = tools::call(&context, name, arguments).await;
-    Ok(call_tool_result(&answer))
+    Ok(call_tool_result(answer))
 }

@@ -11,6 +11,9 @@ use serde_json::{Map, Value, json};
 pub struct ToolAnswer {
     pub payload: Value,
     pub is_error: bool,
+    /// `payload` serialised, once the budget check has done it, so the
+    /// protocol layer does not serialise it again.
+    serialized: Option<String>,
 }
 
 /// Failure codes of the envelope.
@@ -48,6 +51,7 @@ impl ToolAnswer {
         ToolAnswer {
             payload,
             is_error: false,
+            serialized: None,
         }
     }
 
@@ -66,6 +70,15 @@ impl ToolAnswer {
         ToolAnswer {
             payload: Value::Object(payload),
             is_error: true,
+            serialized: None,
+        }
+    }
+
+    /// The text block's JSON, taken out (serialised now if it was not yet).
+    pub fn into_text(self) -> String {
+        match self.serialized {
+            Some(text) => text,
+            None => self.payload.to_string(),
         }
     }
 
@@ -117,9 +130,17 @@ pub fn kind_of(value: &Value) -> &'static str {
 
 /// Refuses an answer whose serialisation exceeds `budget` characters,
 /// naming the arguments that shrink it.
-pub fn within_budget(answer: ToolAnswer, budget: usize, shrink_hint: &str) -> ToolAnswer {
-    let size = answer.payload.to_string().chars().count();
+pub fn within_budget(mut answer: ToolAnswer, budget: usize, shrink_hint: &str) -> ToolAnswer {
+    let text = answer.payload.to_string();
+    // Characters, not bytes: cheap to count, and a bound on them is what
+    // an agent's context sees.
+    let size = if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    };
     if size <= budget {
+        answer.serialized = Some(text);
         return answer;
     }
     ToolAnswer::fail(
