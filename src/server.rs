@@ -25,7 +25,7 @@ use axum::http::Request;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -118,7 +118,11 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
     );
     let app = crate::mcp::http::router(gateway.clone());
     let connections = GracefulShutdown::new();
-    let http = http1::Builder::new();
+    let mut http = http1::Builder::new();
+    // Without a timer hyper applies no header timeout at all: a client
+    // could hold a socket open forever with half a request.
+    http.timer(TokioTimer::new())
+        .header_read_timeout(gateway.settings.header_read_timeout);
     let signal = shutdown_signal();
     tokio::pin!(signal);
     loop {

@@ -45,6 +45,10 @@ pub struct Settings {
     pub max_streams_per_caller: usize,
     /// How long in-flight calls may run on shutdown.
     pub shutdown_grace: Duration,
+    /// How long a client may take to send a request's head; a connection
+    /// that sends nothing (or a trickle) is closed after it, so idle or
+    /// slow sockets cannot pile up.
+    pub header_read_timeout: Duration,
     /// Serve the built-in demo backend under `/demo`.
     pub demo_backend: bool,
     /// Identity verification; `None`: everything is public.
@@ -127,6 +131,7 @@ impl Default for Settings {
             max_streams: 1024,
             max_streams_per_caller: 16,
             shutdown_grace: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(30),
             demo_backend: true,
             auth: None,
         }
@@ -152,6 +157,7 @@ pub struct FileSettings {
     pub max_streams: Option<usize>,
     pub max_streams_per_caller: Option<usize>,
     pub shutdown_grace_ms: Option<u64>,
+    pub header_read_timeout_ms: Option<u64>,
     pub demo_backend: Option<bool>,
     pub auth: Option<AuthSettings>,
 }
@@ -254,6 +260,9 @@ impl Settings {
         }
         if let Some(v) = file.shutdown_grace_ms {
             s.shutdown_grace = ms(v);
+        }
+        if let Some(v) = file.header_read_timeout_ms {
+            s.header_read_timeout = ms(v);
         }
         if let Some(v) = overrides.demo_backend.or(file.demo_backend) {
             s.demo_backend = v;

@@ -615,6 +615,49 @@ async fn the_acknowledgement_comes_first_with_the_id_and_the_honoured_subset() {
     );
 }
 
+/// A client that never finishes its request head is disconnected after
+/// `header_read_timeout`; a listen stream, whose head arrived, outlives it
+/// and still carries the next change.
+#[tokio::test]
+async fn half_sent_requests_are_cut_off_but_idle_listen_streams_are_not() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let live = Live::start(&[("orders.yaml", orders_yaml("All orders."))], |s| {
+        s.header_read_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let mut listener = live.listen(json!("patient")).await;
+
+    let address = live.gw.base.trim_start_matches("http://").to_string();
+    let mut socket = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    socket
+        .write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n")
+        .await
+        .expect("half a request head");
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let closed =
+        tokio::time::timeout(Duration::from_secs(5), socket.read_to_end(&mut answer)).await;
+    assert!(
+        closed.is_ok(),
+        "the half-sent request still holds its socket after 5 s"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "cut off before the timeout: {:?}",
+        started.elapsed()
+    );
+    let text = String::from_utf8_lossy(&answer);
+    assert!(!text.contains(" 200 "), "{text}");
+
+    // Well past the timeout, the listen stream is open and still delivers.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(live.gw.gateway.streams.count(), 1);
+    write(&live.path("orders.yaml"), &orders_yaml("Every order."));
+    live.expect_bump(&mut listener, 1).await;
+}
+
 #[tokio::test]
 async fn keep_alive_comments_arrive_while_idle() {
     let live = Live::start(&[("orders.yaml", orders_yaml("All orders."))], |s| {
