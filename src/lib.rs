@@ -11,6 +11,8 @@ pub mod check;
 pub mod client;
 pub mod demo;
 pub mod gateway;
+pub mod header_text;
+pub mod json_value;
 pub mod mcp;
 pub mod reload;
 pub mod search_tasks;

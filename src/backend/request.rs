@@ -112,7 +112,7 @@ pub fn build(
             Location::Query => query.extend(query_pairs(argument, value)),
             Location::Header => {
                 let text = header_value(argument, value);
-                if text.chars().any(|c| c.is_control() && c != '\t') {
+                if !crate::header_text::is_field_value(&text) {
                     problems.push(Problem {
                         pointer,
                         message: "header values may not contain CR, LF or other control characters"

@@ -15,6 +15,7 @@ use super::schema::{Converter, Dialect, Schema};
 use super::sidecar::{BackendConfig, Policy, Sidecar, ToolConfig};
 use super::source::{Parsed, Sources, is_sidecar};
 use super::{Catalog, DocumentSummary, Operation, naming};
+use crate::json_value::strings;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -709,19 +710,6 @@ fn media_list(operation: &Value, root: &Value, key: &str) -> Vec<String> {
     } else {
         own
     }
-}
-
-pub fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 pub fn extend_unique(list: &mut Vec<String>, more: Vec<String>) {

@@ -157,7 +157,7 @@ impl Sidecar {
             .keys()
             .chain(self.backend.forward_headers.iter().flatten());
         for name in header_names {
-            if !is_header_name(name) {
+            if !crate::header_text::is_field_name(name) {
                 return Err(ConfigError {
                     pointer: "/backend".to_string(),
                     message: format!("'{name}' is not an HTTP header name"),
@@ -165,13 +165,15 @@ impl Sidecar {
             }
         }
         for (name, value) in &self.backend.headers {
-            if value.chars().any(|c| matches!(c, '\r' | '\n' | '\0')) {
+            if !crate::header_text::is_field_value(value) {
                 return Err(ConfigError {
                     pointer: format!(
                         "/backend/headers/{}",
                         super::diagnostics::pointer_segment(name)
                     ),
-                    message: format!("the value of header '{name}' holds a line break or NUL"),
+                    message: format!(
+                        "the value of header '{name}' holds a line break or another control character"
+                    ),
                 });
             }
         }
@@ -218,14 +220,6 @@ impl Sidecar {
             (m.eq_ignore_ascii_case(method) && p == path).then_some(*level)
         })
     }
-}
-
-/// Whether `name` is an HTTP field name (an RFC 9110 token).
-pub fn is_header_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// `"GET /orders"` → (`GET`, `/orders`).

@@ -207,7 +207,7 @@ fn parse_arguments(text: Option<&str>) -> Result<Value, ClientError> {
         Ok(value @ Value::Object(_)) => Ok(value),
         Ok(other) => Err(ClientError::Usage(format!(
             "the arguments must be a JSON object, not {}",
-            super::rpc::kind(&other)
+            crate::json_value::kind_of(&other)
         ))),
         Err(err) => Err(ClientError::Usage(format!(
             "the arguments are not JSON: {err}"

@@ -9,6 +9,7 @@
 use super::ClientError;
 use super::rpc::{self, LEGACY_VERSIONS, MODERN_ERRORS, MODERN_VERSION, UNSUPPORTED_VERSION};
 use super::transport::{Answer, SESSION_HEADER, Transport, preview};
+use crate::json_value::strings;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -256,19 +257,6 @@ async fn probe(transport: &Transport, id: &impl Fn() -> Value) -> Result<Probe, 
             "server/discover was answered 202 Accepted, not a response".to_string(),
         )),
     }
-}
-
-fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn newest_legacy(supported: &[String]) -> Option<&'static str> {

@@ -465,7 +465,7 @@ fn interpret(message: &Value, status: u16) -> Result<Value, ClientError> {
         Some(result @ Value::Object(_)) => Ok(result.clone()),
         Some(other) => Err(ClientError::Malformed(format!(
             "the result is {}, not an object",
-            rpc::kind(other)
+            crate::json_value::kind_of(other)
         ))),
         None => Err(ClientError::Malformed(
             "the response has neither result nor error".to_string(),

@@ -278,7 +278,7 @@ pub fn mirror(params: &[HeaderParam], arguments: &Value) -> Result<Vec<(String, 
                     "argument '{}' (header Mcp-Param-{}) must be a string, integer or boolean, not {}",
                     param.path.join("."),
                     param.header,
-                    kind(other)
+                    crate::json_value::kind_of(other)
                 ));
             }
         };
@@ -288,18 +288,6 @@ pub fn mirror(params: &[HeaderParam], arguments: &Value) -> Result<Vec<(String, 
         ));
     }
     Ok(headers)
-}
-
-/// The JSON kind of a value, in words.
-pub fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

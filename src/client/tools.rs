@@ -99,7 +99,7 @@ impl ToolResult {
             Some(other) => {
                 return Err(ClientError::Malformed(format!(
                     "tools/call content is {}, not an array",
-                    rpc::kind(other)
+                    crate::json_value::kind_of(other)
                 )));
             }
         };
@@ -109,7 +109,7 @@ impl ToolResult {
             Some(other) => {
                 return Err(ClientError::Malformed(format!(
                     "tools/call isError is {}, not a boolean",
-                    rpc::kind(other)
+                    crate::json_value::kind_of(other)
                 )));
             }
         };
@@ -254,7 +254,7 @@ impl Client {
                 Some(other) => {
                     return Err(ClientError::Malformed(format!(
                         "tools/list nextCursor is {}, not a string",
-                        rpc::kind(other)
+                        crate::json_value::kind_of(other)
                     )));
                 }
             }

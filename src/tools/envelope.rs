@@ -4,6 +4,7 @@
 //! "retryable", …}` with `isError: true`. Codes are spelled once here, and
 //! every message says what to do next.
 
+use crate::json_value::kind_of;
 use serde_json::{Map, Value, json};
 
 /// A tool's answer before the protocol layer wraps it.
@@ -114,18 +115,6 @@ pub fn invalid_type(argument: &str, expected: &str, got: &Value) -> ToolAnswer {
         false,
         Map::new(),
     )
-}
-
-/// The JSON kind of a value, for messages: "a string", "an array", ….
-pub fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Refuses an answer whose serialisation exceeds `budget` characters,

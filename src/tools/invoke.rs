@@ -8,12 +8,13 @@
 //! body and drop whatever an agent cannot use.
 
 use super::Context;
-use super::envelope::{Code, ToolAnswer, invalid_type, kind_of, unknown_tool};
+use super::envelope::{Code, ToolAnswer, invalid_type, unknown_tool};
 use super::load::find_visible;
 use crate::backend::request::{self, Problem};
 use crate::backend::response::BackendResponse;
 use crate::backend::{DEFAULT_TIMEOUT, Failure, expand_env};
 use crate::catalog::Tool;
+use crate::json_value::kind_of;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
@@ -316,9 +317,9 @@ fn outgoing_headers(context: &Context, tool: &Tool) -> Result<Vec<(String, Strin
         })?;
         // The sidecar was checked at load, but a `${NAME}` may bring in
         // anything: never let it split the request.
-        if value.chars().any(|c| matches!(c, '\r' | '\n' | '\0')) {
+        if !crate::header_text::is_field_value(&value) {
             return Err(format!(
-                "The configured header '{name}' of '{}' holds a line break or NUL after ${{...}} expansion; fix the environment variable it names.",
+                "The configured header '{name}' of '{}' holds a line break or another control character after ${{...}} expansion; fix the environment variable it names.",
                 tool.name
             ));
         }
