@@ -141,6 +141,7 @@ impl Request {
 }
 
 /// A workload: requests sent in turn (one is picked per request).
+#[derive(Clone)]
 struct Workload {
     label: &'static str,
     requests: Vec<Request>,
@@ -426,6 +427,26 @@ fn main() {
     let proxy = start_bare_proxy(&server, format!("{}/demo/orders/1", orders.base));
     let graph_url = format!("{}{}", graph.base, graph.endpoint);
     let orders_url = format!("{}{}", orders.base, orders.endpoint);
+    // (b)–(d) compare the same three workloads pairwise.
+    let direct = Workload {
+        label: "direct GET /demo/orders/1",
+        requests: vec![Request::get(format!("{}/demo/orders/1", orders.base))],
+        expect: "\"id\":1",
+    };
+    let proxied = Workload {
+        label: "bare proxy GET",
+        requests: vec![Request::get(format!("{proxy}/proxy"))],
+        expect: "\"id\":1",
+    };
+    let invoke = Workload {
+        label: "invoke_tool get_order",
+        requests: vec![Request::modern(
+            &orders_url,
+            "tools/call",
+            json!({"name": "invoke_tool", "arguments": {"name": "get_order", "arguments": {"id": 1}}}),
+        )],
+        expect: "\"content\"",
+    };
     let comparisons = [
         Comparison {
             title: "(a) Graph: tools/call search_tools over server/discover",
@@ -452,52 +473,20 @@ fn main() {
         },
         Comparison {
             title: "(b) demo: invoke_tool get_order over GET /demo/orders/1",
-            baseline: Workload {
-                label: "direct GET /demo/orders/1",
-                requests: vec![Request::get(format!("{}/demo/orders/1", orders.base))],
-                expect: "\"id\":1",
-            },
-            subject: Workload {
-                label: "invoke_tool get_order",
-                requests: vec![Request::modern(
-                    &orders_url,
-                    "tools/call",
-                    json!({"name": "invoke_tool", "arguments": {"name": "get_order", "arguments": {"id": 1}}}),
-                )],
-                expect: "\"content\"",
-            },
+            baseline: direct.clone(),
+            subject: invoke.clone(),
             target: Some(1.25),
         },
         Comparison {
             title: "(c) floor: a bare pass-through proxy hop over GET /demo/orders/1",
-            baseline: Workload {
-                label: "direct GET /demo/orders/1",
-                requests: vec![Request::get(format!("{}/demo/orders/1", orders.base))],
-                expect: "\"id\":1",
-            },
-            subject: Workload {
-                label: "bare proxy GET",
-                requests: vec![Request::get(format!("{proxy}/proxy"))],
-                expect: "\"id\":1",
-            },
+            baseline: direct.clone(),
+            subject: proxied.clone(),
             target: None,
         },
         Comparison {
             title: "(d) gateway work: invoke_tool get_order over the bare proxy hop",
-            baseline: Workload {
-                label: "bare proxy GET",
-                requests: vec![Request::get(format!("{proxy}/proxy"))],
-                expect: "\"id\":1",
-            },
-            subject: Workload {
-                label: "invoke_tool get_order",
-                requests: vec![Request::modern(
-                    &orders_url,
-                    "tools/call",
-                    json!({"name": "invoke_tool", "arguments": {"name": "get_order", "arguments": {"id": 1}}}),
-                )],
-                expect: "\"content\"",
-            },
+            baseline: proxied.clone(),
+            subject: invoke.clone(),
             target: None,
         },
     ];

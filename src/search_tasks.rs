@@ -133,18 +133,33 @@ pub fn parse_tasks(text: &str) -> Result<Vec<Task>, String> {
     Ok(tasks)
 }
 
+/// One task measured: where its operation ranked and which tool came first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    pub outcome: Outcome,
+    /// The name of the first result, if any.
+    pub first: Option<String>,
+}
+
 /// Where `task`'s operation ranks in `catalog`, as search_tools would list
 /// it for a caller who sees every tool.
-pub fn rank(catalog: &Catalog, task: &Task) -> Outcome {
+pub fn rank(catalog: &Catalog, task: &Task) -> Measured {
     let tools = catalog.tools();
     let is_target = |i: usize| *tools[i].document == *task.document && tools[i].route == task.route;
     if !(0..tools.len()).any(is_target) {
-        return Outcome::UnknownTarget;
+        return Measured {
+            outcome: Outcome::UnknownTarget,
+            first: None,
+        };
     }
     let ranked = catalog.search_index().top(&task.query, MAX_LIMIT, |_| true);
-    match ranked.iter().position(|&i| is_target(i)) {
+    let outcome = match ranked.iter().position(|&i| is_target(i)) {
         Some(position) => Outcome::Ranked(position + 1),
         None => Outcome::Beyond,
+    };
+    Measured {
+        outcome,
+        first: ranked.first().map(|&i| tools[i].name.clone()),
     }
 }
 
@@ -175,14 +190,14 @@ pub fn evaluate(dir: &Path, tasks: &[Task]) -> std::io::Result<(String, bool)> {
     let whole = Catalog::build(&sources);
     let mut report = String::new();
 
-    let together: Vec<Outcome> = tasks.iter().map(|task| rank(&whole, task)).collect();
+    let together: Vec<Measured> = tasks.iter().map(|task| rank(&whole, task)).collect();
     let _ = writeln!(
         report,
         "all documents in one catalog ({} documents, {} tools):",
         whole.documents.len(),
         whole.tools().len()
     );
-    write_section(&mut report, tasks, &together, |_| &whole);
+    write_section(&mut report, tasks, &together);
 
     let mut alone: BTreeMap<&str, Catalog> = BTreeMap::new();
     for task in tasks {
@@ -190,7 +205,7 @@ pub fn evaluate(dir: &Path, tasks: &[Task]) -> std::io::Result<(String, bool)> {
             .entry(task.document.as_str())
             .or_insert_with(|| Catalog::build(&sources_of_document(&sources, &task.document)));
     }
-    let separate: Vec<Outcome> = tasks
+    let separate: Vec<Measured> = tasks
         .iter()
         .map(|task| rank(&alone[task.document.as_str()], task))
         .collect();
@@ -199,29 +214,25 @@ pub fn evaluate(dir: &Path, tasks: &[Task]) -> std::io::Result<(String, bool)> {
         "each document as its own catalog ({} documents):",
         alone.len()
     );
-    write_section(&mut report, tasks, &separate, |task| {
-        &alone[task.document.as_str()]
-    });
+    write_section(&mut report, tasks, &separate);
 
-    let all_known = !together.contains(&Outcome::UnknownTarget);
+    let all_known = together
+        .iter()
+        .all(|measured| measured.outcome != Outcome::UnknownTarget);
     Ok((report, all_known))
 }
 
 /// The scores line, then one line per task not ranked first.
-fn write_section<'a>(
-    report: &mut String,
-    tasks: &[Task],
-    outcomes: &[Outcome],
-    catalog_of: impl Fn(&Task) -> &'a Catalog,
-) {
-    let scores = Scores::of(outcomes);
+fn write_section(report: &mut String, tasks: &[Task], measured: &[Measured]) {
+    let outcomes: Vec<Outcome> = measured.iter().map(|m| m.outcome.clone()).collect();
+    let scores = Scores::of(&outcomes);
     let _ = writeln!(
         report,
         "  {} tasks: recall@1 {:.3}  recall@5 {:.3}  recall@10 {:.3}  MRR {:.3}",
         scores.tasks, scores.recall_at_1, scores.recall_at_5, scores.recall_at_10, scores.mrr
     );
-    for (task, outcome) in tasks.iter().zip(outcomes) {
-        let rank = match outcome {
+    for (task, measured) in tasks.iter().zip(measured) {
+        let rank = match measured.outcome {
             Outcome::Ranked(1) => continue,
             Outcome::Ranked(rank) => format!("rank {rank}"),
             Outcome::Beyond => format!("not in the first {MAX_LIMIT}"),
@@ -234,13 +245,7 @@ fn write_section<'a>(
                 continue;
             }
         };
-        let catalog = catalog_of(task);
-        let first = catalog
-            .search_index()
-            .top(&task.query, 1, |_| true)
-            .first()
-            .map(|&i| catalog.tools()[i].name.clone())
-            .unwrap_or_default();
+        let first = measured.first.as_deref().unwrap_or_default();
         let _ = writeln!(
             report,
             "  miss  {rank:>8}  {:?} wants {} ({}); first is {first}",

@@ -33,11 +33,7 @@ fn code(output: &Output) -> i32 {
 }
 
 async fn demo() -> (TestGateway, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(shipped_catalogs()).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
-    }
+    let dir = copy_of_shipped_catalogs();
     let mut settings = test_settings(dir.path());
     settings.demo_backend = true;
     (TestGateway::start_with(settings, None).await, dir)
@@ -155,11 +151,7 @@ async fn exit_codes_separate_success_tool_failure_and_protocol_error() {
 
 #[tokio::test]
 async fn listen_prints_a_change_made_while_it_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(shipped_catalogs()).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
-    }
+    let dir = copy_of_shipped_catalogs();
     let settings = test_settings(dir.path());
     let (gw, reloader, _watcher) = TestGateway::start_reloading(settings, None).await;
     let url = gw.url.clone();

@@ -35,11 +35,7 @@ struct Live {
 
 impl Live {
     async fn start() -> Live {
-        let dir = tempfile::tempdir().unwrap();
-        for entry in std::fs::read_dir(shipped_catalogs()).unwrap() {
-            let path = entry.unwrap().path();
-            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
-        }
+        let dir = copy_of_shipped_catalogs();
         let mut settings = test_settings(dir.path());
         settings.demo_backend = true;
         let (gw, reloader, _watcher) = TestGateway::start_reloading(settings, None).await;
@@ -472,11 +468,7 @@ async fn identity_headers_reach_the_server() {
     // SAFETY: set once, before any gateway of this test binary reads it,
     // and to the same value by every test that sets it.
     unsafe { std::env::set_var(KEY_ENV, "client-test-admin-key") };
-    let dir = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(shipped_catalogs()).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
-    }
+    let dir = copy_of_shipped_catalogs();
     let mut settings = test_settings(dir.path());
     settings.auth = Some(sezzlee::settings::AuthSettings {
         jwt: None,

@@ -101,7 +101,10 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
         .catalog
         .search_index()
         .top(&request.query, request.limit, include);
+    // The whole catalog's vocabulary is served as prepared; only a
+    // restricted view needs its own.
     let vocabulary: Vec<&String> = match &views {
+        None if prepared.vocabulary.len() > MAX_VOCABULARY => Vec::new(),
         None => prepared.vocabulary.iter().collect(),
         Some(_) => {
             let mut tags: Vec<&String> = (0..tools.len())

@@ -30,6 +30,18 @@ pub fn shipped_catalogs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogs")
 }
 
+/// A temporary folder holding a copy of the shipped catalogs, for tests
+/// that edit them.
+pub fn copy_of_shipped_catalogs() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temporary catalogs folder");
+    for entry in std::fs::read_dir(shipped_catalogs()).expect("catalogs/ is readable") {
+        let path = entry.expect("a catalogs/ entry").path();
+        let name = path.file_name().expect("a file name");
+        std::fs::copy(&path, dir.path().join(name)).expect("copy a shipped catalog file");
+    }
+    dir
+}
+
 /// A gateway serving on an ephemeral port for the duration of one test.
 pub struct TestGateway {
     /// `http://127.0.0.1:PORT`
