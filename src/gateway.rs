@@ -40,8 +40,10 @@ impl Gateway {
         Arc::new(Gateway {
             auth,
             backend: Client::new(settings.max_response_bytes),
+            store: Arc::new(Store::new(
+                Served::new(catalog, 0, build).with_search_cache(settings.search_cache_bytes),
+            )),
             settings,
-            store: Arc::new(Store::new(Served::new(catalog, 0, build))),
             streams: Arc::new(Registry::default()),
             shutdown,
             self_url: std::sync::OnceLock::new(),

@@ -86,6 +86,10 @@ struct ServeArgs {
     /// Most bytes of a backend response read per call [default: 8388608].
     #[arg(long, env = "SEZZLEE_MAX_RESPONSE_BYTES")]
     max_response_bytes: Option<usize>,
+    /// Bytes of search_tools answers and keyword effects cached per catalog
+    /// generation; 0 turns the cache off [default: 16777216].
+    #[arg(long, env = "SEZZLEE_SEARCH_CACHE_BYTES")]
+    search_cache_bytes: Option<usize>,
     /// Log format: text or json [default: text].
     #[arg(long, env = "SEZZLEE_LOG_FORMAT")]
     log_format: Option<String>,
@@ -122,6 +126,7 @@ impl ServeArgs {
             max_body_bytes: self.max_body_bytes,
             response_budget: self.response_budget,
             max_response_bytes: self.max_response_bytes,
+            search_cache_bytes: self.search_cache_bytes,
             log_format: self.log_format.clone(),
             debounce_ms: self.debounce_ms,
             watch: self.watch.clone(),

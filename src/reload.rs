@@ -95,12 +95,10 @@ impl Reloader {
         let changed = served.catalog.fingerprint() != catalog.fingerprint();
         let generation = served.generation + u64::from(changed);
         let tools = catalog.tools().len();
-        let previous = self.gateway.store.swap(Served::with_prepared(
-            catalog,
-            prepared,
-            generation,
-            started.elapsed(),
-        ));
+        let previous = self.gateway.store.swap(
+            Served::with_prepared(catalog, prepared, generation, started.elapsed())
+                .with_search_cache(self.gateway.settings.search_cache_bytes),
+        );
         drop(served);
         // Dropping a large catalog takes a while; not on an async worker.
         tokio::task::spawn_blocking(move || drop(previous));

@@ -30,6 +30,9 @@ pub struct Settings {
     /// Most bytes of a backend response read; the rest is not read and the
     /// result says how much was left out.
     pub max_response_bytes: usize,
+    /// Bytes of search_tools answers kept per catalog generation so a
+    /// repeated search is not ranked again; 0 turns the cache off.
+    pub search_cache_bytes: usize,
     /// `text` or `json` logs.
     pub log_format: LogFormat,
     /// Debounce window of the catalog watcher.
@@ -123,6 +126,7 @@ impl Default for Settings {
             max_body_bytes: 4 * 1024 * 1024,
             response_budget: 60_000,
             max_response_bytes: crate::backend::DEFAULT_MAX_RESPONSE_BYTES,
+            search_cache_bytes: crate::tools::search_cache::DEFAULT_BYTES,
             log_format: LogFormat::Text,
             debounce: Duration::from_millis(50),
             watch: WatchMode::Events,
@@ -149,6 +153,7 @@ pub struct FileSettings {
     pub max_body_bytes: Option<usize>,
     pub response_budget: Option<usize>,
     pub max_response_bytes: Option<usize>,
+    pub search_cache_bytes: Option<usize>,
     pub log_format: Option<LogFormat>,
     pub debounce_ms: Option<u64>,
     pub watch: Option<WatchMode>,
@@ -173,6 +178,7 @@ pub struct Overrides {
     pub max_body_bytes: Option<usize>,
     pub response_budget: Option<usize>,
     pub max_response_bytes: Option<usize>,
+    pub search_cache_bytes: Option<usize>,
     pub log_format: Option<String>,
     pub debounce_ms: Option<u64>,
     pub watch: Option<String>,
@@ -219,6 +225,9 @@ impl Settings {
         }
         if let Some(v) = overrides.max_response_bytes.or(file.max_response_bytes) {
             s.max_response_bytes = v;
+        }
+        if let Some(v) = overrides.search_cache_bytes.or(file.search_cache_bytes) {
+            s.search_cache_bytes = v;
         }
         if let Some(v) = &overrides.log_format {
             s.log_format = match v.as_str() {
@@ -311,7 +320,7 @@ mod tests {
         let file = dir.path().join("sezzlee.toml");
         std::fs::write(
             &file,
-            "listen = \"127.0.0.1:9000\"\nresponse_budget = 1000\nendpoint = \"/x\"\n",
+            "listen = \"127.0.0.1:9000\"\nresponse_budget = 1000\nendpoint = \"/x\"\nsearch_cache_bytes = 4096\n",
         )
         .unwrap();
         let overrides = Overrides {
@@ -319,6 +328,17 @@ mod tests {
             ..Overrides::default()
         };
         let s = Settings::resolve(&overrides, Some(&file)).unwrap();
+        assert_eq!(s.search_cache_bytes, 4096);
+        let off = Overrides {
+            search_cache_bytes: Some(0),
+            ..Overrides::default()
+        };
+        assert_eq!(
+            Settings::resolve(&off, Some(&file))
+                .unwrap()
+                .search_cache_bytes,
+            0
+        );
         assert_eq!(s.listen.port(), 9100);
         assert_eq!(s.response_budget, 1000);
         assert_eq!(s.endpoint, "/x");

@@ -28,6 +28,7 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
         .iter()
         .map(|d| json!({"file": &*d.file, "namespace": d.namespace, "operations": d.operations, "tools": d.tools}))
         .collect();
+    let cache = served.search_cache.figures();
     json_response(
         StatusCode::OK,
         &json!({
@@ -39,6 +40,14 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
             "diagnostics": catalog.diagnostics,
             "lastReload": {"atUnixMs": loaded_at, "durationMs": served.build_duration.as_secs_f64() * 1000.0},
             "listenStreams": gateway.streams.count(),
+            "searchCache": {
+                "answers": cache.answers,
+                "keywords": cache.keywords,
+                "bytes": cache.bytes,
+                "capacityBytes": cache.capacity_bytes,
+                "hits": cache.hits,
+                "misses": cache.misses,
+            },
         }),
     )
 }
@@ -78,6 +87,41 @@ pub async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
         "Open subscriptions/listen streams.",
         gateway.streams.count().to_string(),
     );
+    let cache = served.search_cache.figures();
+    gauge(
+        "sezzlee_search_cache_answers",
+        "search_tools answers cached for the served catalog.",
+        cache.answers.to_string(),
+    );
+    gauge(
+        "sezzlee_search_cache_keywords",
+        "Common keywords whose effect on the scores is cached for the served catalog.",
+        cache.keywords.to_string(),
+    );
+    gauge(
+        "sezzlee_search_cache_bytes",
+        "Bytes held by the search cache of the served catalog.",
+        cache.bytes.to_string(),
+    );
+    // Counted per catalog generation: they start again at 0 on reload,
+    // which Prometheus' rate() treats as a counter reset.
+    for (name, help, value) in [
+        (
+            "sezzlee_search_cache_hits_total",
+            "search_tools calls answered from the cache since the served catalog was loaded.",
+            cache.hits,
+        ),
+        (
+            "sezzlee_search_cache_misses_total",
+            "search_tools calls ranked anew since the served catalog was loaded.",
+            cache.misses,
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+        );
+    }
     let errors = catalog
         .diagnostics
         .iter()

@@ -8,12 +8,14 @@
 
 use crate::catalog::Catalog;
 use crate::tools::Prepared;
+use crate::tools::search_cache::{self, SearchCache};
 use arc_swap::ArcSwap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
-/// One immutable catalog with everything precomputed for serving it.
+/// One immutable catalog with everything precomputed for serving it (and
+/// the answers already ranked on it).
 pub struct Served {
     pub catalog: Catalog,
     pub prepared: Prepared,
@@ -21,6 +23,8 @@ pub struct Served {
     pub generation: u64,
     pub loaded_at: SystemTime,
     pub build_duration: Duration,
+    /// search_tools answers ranked on this snapshot (and only on it).
+    pub search_cache: SearchCache,
 }
 
 impl Served {
@@ -42,7 +46,14 @@ impl Served {
             generation,
             loaded_at: SystemTime::now(),
             build_duration,
+            search_cache: SearchCache::new(search_cache::DEFAULT_BYTES),
         }
+    }
+
+    /// With a search cache of `bytes` (0: none) instead of the default.
+    pub fn with_search_cache(mut self, bytes: usize) -> Served {
+        self.search_cache = SearchCache::new(bytes);
+        self
     }
 }
 

@@ -41,7 +41,7 @@ pub struct Caller {
 }
 
 /// What a caller may know of one tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum View {
     Hidden,
     /// Visible; `uncertain` when a credential was presented that the

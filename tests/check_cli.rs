@@ -371,13 +371,30 @@ fn emit_prints_one_tool_definition_per_line_and_diagnostics_on_stderr() {
 fn search_tasks(dir: &Path, tasks: &str) -> Output {
     let file = dir.join("tasks.tsv");
     std::fs::write(&file, tasks).expect("write the task file");
+    search_tasks_file(dir, &file)
+}
+
+/// `sezzlee check DIR --search-tasks FILE`.
+fn search_tasks_file(dir: &Path, file: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sezzlee"))
         .arg("check")
         .arg(dir)
         .arg("--search-tasks")
-        .arg(&file)
+        .arg(file)
         .output()
         .expect("run sezzlee")
+}
+
+/// The report of a run that must have exited 0.
+fn report_of(output: &Output) -> &str {
+    let report = text(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{report}{}",
+        text(&output.stderr)
+    );
+    report
 }
 
 /// `(tasks, recall@1, recall@5, recall@10, MRR)` of a report's scores line.
@@ -413,13 +430,7 @@ fn search_tasks_report_recall_mrr_and_each_miss_for_both_catalog_shapes() {
          comic by number\t{XKCD}\tGET\t/{{comicId}}/info.0.json\n"
     );
     let output = search_tasks(dir.path(), &tasks);
-    let report = text(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{report}{}",
-        text(&output.stderr)
-    );
+    let report = report_of(&output);
     let lines: Vec<&str> = report.lines().collect();
     let together = lines
         .iter()
@@ -478,20 +489,8 @@ fn search_quality_on_the_real_catalogs_holds_its_floor() {
     let more = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/search-tasks-more.tsv");
     let sample = Path::new(REAL).join("search-tasks.tsv");
     for (tasks, floor) in [(sample, 0.95), (more, 0.8)] {
-        let output = Command::new(env!("CARGO_BIN_EXE_sezzlee"))
-            .arg("check")
-            .arg(REAL)
-            .arg("--search-tasks")
-            .arg(&tasks)
-            .output()
-            .expect("run sezzlee");
-        let report = text(&output.stdout);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{report}{}",
-            text(&output.stderr)
-        );
+        let output = search_tasks_file(Path::new(REAL), &tasks);
+        let report = report_of(&output);
         let sections: Vec<(usize, f64, f64, f64, f64)> = report
             .lines()
             .filter(|line| line.contains(" tasks: recall@1 "))

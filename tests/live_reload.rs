@@ -191,6 +191,17 @@ impl Live {
         names(&found).into_iter().collect()
     }
 
+    /// The search cache on `/status`: answers held, hits, misses.
+    async fn search_cache(&self) -> (u64, u64, u64) {
+        let cache = &self.gw.status().await["searchCache"];
+        let figure = |name: &str| {
+            cache[name]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{name}: {cache}"))
+        };
+        (figure("answers"), figure("hits"), figure("misses"))
+    }
+
     /// Diagnostics on `/status` with `code` for `file`.
     async fn diagnostics(&self, code: &str, file: &str) -> Vec<Value> {
         let status = self.gw.status().await;
@@ -834,6 +845,15 @@ async fn adding_then_deleting_a_document() {
     let live = Live::start(&[("orders.yaml", orders_yaml("Orders."))], |_| {}).await;
     let mut listener = live.listen(json!("add-delete")).await;
     assert_eq!(live.description("list_invoices").await, None);
+    // The same search twice: ranked once, then answered from the cache.
+    let only_orders = BTreeSet::from(["list_orders".to_string()]);
+    assert_eq!(live.names().await, only_orders);
+    assert_eq!(live.names().await, only_orders);
+    assert_eq!(
+        live.search_cache().await,
+        (1, 1, 1),
+        "answers, hits, misses"
+    );
 
     let invoices = yaml(&document(&[("/invoices", "list_invoices", "Invoices.")]));
     write(&live.path("invoices.yaml"), &invoices);
@@ -841,6 +861,13 @@ async fn adding_then_deleting_a_document() {
     assert_eq!(
         live.description("list_invoices").await.as_deref(),
         Some("Invoices.")
+    );
+    // The new catalog has its own, empty cache: no answer of the old one
+    // is served.
+    assert_eq!(
+        live.search_cache().await,
+        (0, 0, 0),
+        "answers, hits, misses"
     );
     assert_eq!(
         live.names().await,

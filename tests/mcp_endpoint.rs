@@ -974,6 +974,40 @@ async fn search_ranks_the_obvious_operation_first() {
 }
 
 #[tokio::test]
+async fn searches_rank_the_same_with_the_search_cache_on_and_off() {
+    let cached = TestGateway::shipped().await;
+    let uncached = TestGateway::start(&shipped_catalogs(), |s| s.search_cache_bytes = 0).await;
+    // "order" reaches most of the demo tools: a common word, whose effect
+    // on the ranking is computed once and added by every query using it.
+    for query in ["list order", "cancel order", "order invoice", "list order"] {
+        for limit in [3, 20] {
+            let arguments = json!({"query": query, "limit": limit});
+            assert_eq!(
+                cached.search(arguments.clone()).await,
+                uncached.search(arguments).await,
+                "{query}, limit {limit}"
+            );
+        }
+    }
+    let cache = &cached.status().await["searchCache"];
+    assert_eq!(cache["answers"], 6, "{cache}");
+    assert_eq!(cache["hits"], 2, "the repeated query: {cache}");
+    assert_eq!(cache["misses"], 6, "{cache}");
+    let off = &uncached.status().await["searchCache"];
+    assert_eq!(
+        (
+            &off["answers"],
+            &off["keywords"],
+            &off["hits"],
+            &off["misses"],
+            &off["capacityBytes"]
+        ),
+        (&json!(0), &json!(0), &json!(0), &json!(0), &json!(0)),
+        "search_cache_bytes = 0 turns the cache off: {off}"
+    );
+}
+
+#[tokio::test]
 async fn singular_and_plural_forms_match() {
     let gw = TestGateway::with_files(&words_catalog(), |_| {}).await;
     // Each target sorts last by name, so it is first only if it matched.

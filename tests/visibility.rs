@@ -881,6 +881,62 @@ async fn hs256_callers_each_see_exactly_their_tools() {
 }
 
 #[tokio::test]
+async fn cached_search_answers_are_shared_only_by_callers_who_see_alike() {
+    init();
+    let gateway = gateway(NOWHERE, Some(hs256_auth(CALLERS_SECRET.0, true))).await;
+    let endpoint = Endpoint::of(&gateway);
+    let secret = CALLERS_SECRET.1;
+    let reader = bearer(&hs256(secret, &claims("shop:read", &[])));
+    // Another token with the same scopes: another caller, the same view.
+    let other_reader = bearer(&hs256(
+        secret,
+        &claims_with("shop:read", |c| {
+            c.insert("sub".into(), json!("someone-else"));
+        }),
+    ));
+    let writer = bearer(&hs256(secret, &claims("shop:read shop:write", &[])));
+    let uncertain = bearer("opaque-token-0123456789abcdef");
+    let expectations = [
+        (
+            "anonymous",
+            anonymous(),
+            Seen::expected(&public_and(&[]), false),
+        ),
+        (
+            "reader",
+            reader,
+            Seen::expected(&public_and(&["list_products"]), false),
+        ),
+        (
+            "writer",
+            writer,
+            Seen::expected(&public_and(&["list_products", "create_product"]), false),
+        ),
+        ("uncertain", uncertain, Seen::expected(&everything(), true)),
+    ];
+    // The same search, in turn, twice over: each caller always gets its own
+    // view, whoever's answer was cached before it.
+    for pass in 0..2 {
+        for (label, creds, expected) in &expectations {
+            assert_eq!(
+                &endpoint.seen(creds).await,
+                expected,
+                "{label}, pass {pass}"
+            );
+        }
+    }
+    assert_eq!(
+        endpoint.seen(&other_reader).await,
+        expectations[1].2,
+        "a second reader"
+    );
+    let cache = &gateway.status().await["searchCache"];
+    assert_eq!(cache["answers"], 4, "one answer per distinct view: {cache}");
+    assert_eq!(cache["misses"], 4, "{cache}");
+    assert_eq!(cache["hits"], 5, "{cache}");
+}
+
+#[tokio::test]
 async fn rs256_and_es256_tokens_verify_with_pem_files_and_a_jwks_file() {
     init();
     let keys = keys();

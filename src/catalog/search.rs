@@ -43,9 +43,9 @@
 //!    `users_user_list_users` the repeats are structure, not emphasis;
 //!    That score is then lifted by route coverage ([`ROUTE_COVERAGE`]): the
 //!    share of the route's resource segments (its literal path words, less
-//!    those most routes of its document share, like `/rest/api/3`) that the
-//!    keywords name, so `list users` prefers `GET /users` to
-//!    `GET /users/{id}/todo/lists`;
+//!    versions and those most routes of its document share, like
+//!    `/rest/api/3`) that the keywords name, so `list users` prefers
+//!    `GET /users` to `GET /users/{id}/todo/lists`;
 //! 3. the tool's name (documents come in name order, so their index).
 //!
 //! Tools that match nothing follow by name; an empty query lists everything
@@ -57,11 +57,19 @@
 //! the tools containing it, with their precomputed BM25F weight. The token
 //! dictionary is sorted, so a prefix is a binary search. A query reads only
 //! the posting lists of the groups it matches into per-thread scratch
-//! memory (reused, and cleaned by what was touched), keeps the best `limit`
-//! in a bounded heap (asking `include` only about tools that would enter
-//! it), and fills up with unmatched tools in index order: no step reads or
-//! sorts every tool. On the Microsoft Graph catalog (11,422 tools) a query
-//! takes some tens of microseconds.
+//! memory (one array per quantity, reused, and cleaned by what was
+//! touched), keeps the best `limit` in a bounded heap (asking `include`
+//! only about tools that would enter it), and fills up with unmatched
+//! tools in index order. A rare keyword costs what it matches. A common
+//! one (with its synonyms, reaching an eighth of the tools or more) is
+//! settled in branch-free passes over every tool, which the compiler
+//! vectorises; the heap is then offered only the tools matching enough
+//! keywords to make the page. What such a keyword adds to every tool is a
+//! [`KeywordEffect`]: the index computes those of its [`COMMON_WORDS`]
+//! commonest words when it is built, and the served snapshot keeps others
+//! as queries meet them, so a common word usually costs one vectorised
+//! pass. On the Microsoft Graph catalog (11,422 tools) a query takes some
+//! tens of microseconds.
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -69,6 +77,7 @@ use std::collections::BinaryHeap;
 use std::collections::HashMap;
 use std::collections::HashSet;
 use std::ops::Range;
+use std::sync::Arc;
 
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
@@ -222,7 +231,8 @@ impl Posting {
 /// How much route coverage lifts a score: a tool's score is multiplied by
 /// `1 + ROUTE_COVERAGE × covered`, where `covered` is the share of its
 /// route's resource segments (literal path words, not parameters, not the
-/// method, not words most routes of its document share) that the query's
+/// method, not versions like `v6`, not words most routes of its document
+/// share) that the query's
 /// keywords match. Among tools matching as many keywords, `list users`
 /// then prefers `GET /users` (all of its resource named) to
 /// `GET /users/{id}/todo/lists` (a third of it unasked for).
@@ -232,6 +242,74 @@ const ROUTE_COVERAGE: f32 = 1.0;
 /// a resource.
 const SHARED_SHARE: f32 = 0.5;
 const SHARED_MIN_ROUTES: usize = 4;
+
+/// How many of a catalog's commonest words get their effect computed with
+/// the index: 5 bytes per tool each, so about 7 MB for Microsoft Graph
+/// (11k tools), 2% of what its gateway holds, for a few milliseconds of
+/// build time.
+const COMMON_WORDS: usize = 128;
+
+/// Effects collected while the index computes its common words.
+#[derive(Default)]
+struct Collected(RefCell<HashMap<String, Arc<KeywordEffect>>>);
+
+impl KeywordEffects for Collected {
+    fn get(&self, _word: &str, _counts: bool) -> Option<Arc<KeywordEffect>> {
+        None
+    }
+
+    fn insert(&self, word: &str, counts: bool, effect: Arc<KeywordEffect>) {
+        if counts {
+            self.0.borrow_mut().insert(word.to_string(), effect);
+        }
+    }
+}
+
+/// One keyword of a query while it is scored.
+struct Keyword<'a> {
+    word: &'a str,
+    /// Whether a match adds to a tool's keyword count (a stopword's does
+    /// only when the query has nothing else).
+    counts: bool,
+    effects: Option<&'a dyn KeywordEffects>,
+}
+
+/// What one common keyword (one settled over every tool) does to the
+/// scores of a catalog: for each tool, its BM25 contribution (0 where it
+/// does not match) and whether it adds a resource hit. Adding it again is
+/// one vectorised pass, with exactly the result of scoring the keyword.
+#[derive(Clone, Default)]
+pub struct KeywordEffect {
+    contribution: Vec<f32>,
+    resource: Vec<u8>,
+    counts: bool,
+}
+
+impl std::fmt::Debug for KeywordEffect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeywordEffect({} tools)", self.contribution.len())
+    }
+}
+
+impl KeywordEffect {
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        self.contribution.len() * 4 + self.resource.len()
+    }
+}
+
+/// Where the effects of common keywords are kept between queries: by
+/// whoever owns the index's lifetime (the served snapshot), since an
+/// effect is only true of the index it was computed on.
+pub trait KeywordEffects {
+    /// Whether [`KeywordEffects::insert`] keeps anything (when not, effects
+    /// are not copied out for it).
+    fn keeps(&self) -> bool {
+        true
+    }
+    fn get(&self, word: &str, counts: bool) -> Option<Arc<KeywordEffect>>;
+    fn insert(&self, word: &str, counts: bool, effect: Arc<KeywordEffect>);
+}
 
 /// An inverted index over the tools of a catalog. Immutable once built, so
 /// it is `Send + Sync` and any number of queries may run on it at once.
@@ -250,6 +328,9 @@ pub struct SearchIndex {
     postings: Vec<Posting>,
     /// Distinct resource segments of each tool's route.
     resources: Vec<u8>,
+    /// The effects of the catalog's commonest words as keywords, computed
+    /// when the index is built ([`SearchIndex::common_effects`]).
+    common: HashMap<Box<str>, Arc<KeywordEffect>>,
 }
 
 impl SearchIndex {
@@ -276,42 +357,87 @@ impl SearchIndex {
     /// Indices of at most `limit` documents for which `include(i)` is true,
     /// best first, per the ranking rules above.
     pub fn top(&self, query: &str, limit: usize, include: impl Fn(usize) -> bool) -> Vec<usize> {
+        self.top_keywords(&query_keywords(query), limit, include)
+    }
+
+    /// [`SearchIndex::top`] for a query already split by
+    /// [`query_keywords`].
+    pub fn top_keywords(
+        &self,
+        words: &[String],
+        limit: usize,
+        include: impl Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        self.top_keywords_with(words, limit, include, None)
+    }
+
+    /// [`SearchIndex::top_keywords`], reusing and keeping in `effects` what
+    /// common keywords do to the scores (the same ranking, less work).
+    pub fn top_keywords_with(
+        &self,
+        words: &[String],
+        limit: usize,
+        include: impl Fn(usize) -> bool,
+        effects: Option<&dyn KeywordEffects>,
+    ) -> Vec<usize> {
         if limit == 0 || self.doc_count == 0 {
             return Vec::new();
         }
-        let words = capped_keywords(query, MAX_KEYWORDS);
         with_scratch(self.doc_count, |scratch| {
-            self.score_query(&words, scratch);
+            self.score_query(words, effects, scratch);
             let mut result = best_matched(scratch, &self.resources, limit, &include);
             self.fill_unmatched(scratch, limit, &include, &mut result);
             result
         })
     }
 
-    fn score_query(&self, words: &[String], scratch: &mut Scratch) {
+    fn score_query(
+        &self,
+        words: &[String],
+        effects: Option<&dyn KeywordEffects>,
+        scratch: &mut Scratch,
+    ) {
         let only_stopwords = words.iter().all(|w| is_stopword(w));
         for word in words {
-            if is_stopword(word) {
-                self.score_stopword(word, only_stopwords, scratch);
+            let stopword = is_stopword(word);
+            let keyword = Keyword {
+                word,
+                counts: !stopword || only_stopwords,
+                effects,
+            };
+            // A keyword whose effect is kept was common: adding the effect
+            // is all there is to do.
+            let common = self
+                .common
+                .get(word.as_str())
+                .filter(|_| keyword.counts)
+                .cloned();
+            if let Some(effect) =
+                common.or_else(|| effects.and_then(|kept| kept.get(word, keyword.counts)))
+            {
+                scratch.apply(&effect);
+            } else if stopword {
+                self.score_stopword(&keyword, scratch);
             } else {
-                self.score_keyword(word, scratch);
+                self.score_keyword(&keyword, scratch);
             }
         }
     }
 
     /// A stopword matches whole tokens only, and counts as a matched keyword
     /// only when the query has nothing else.
-    fn score_stopword(&self, word: &str, counts: bool, scratch: &mut Scratch) {
+    fn score_stopword(&self, keyword: &Keyword<'_>, scratch: &mut Scratch) {
         let literal: Vec<(u32, f32)> = self
-            .group_of(word)
+            .group_of(keyword.word)
             .map(|g| (g, WHOLE))
             .into_iter()
             .collect();
-        self.score_groups(&literal, &[], counts, scratch);
+        self.score_groups(&literal, &[], keyword, scratch);
     }
 
     /// Adds one keyword's matches (whole, prefix, synonym) to the scores.
-    fn score_keyword(&self, word: &str, scratch: &mut Scratch) {
+    fn score_keyword(&self, keyword: &Keyword<'_>, scratch: &mut Scratch) {
+        let word = keyword.word;
         let own = self.group_of(word);
         let mut used: Vec<u32> = own.into_iter().collect();
         let mut literal: Vec<(u32, f32)> = own.map(|g| (g, WHOLE)).into_iter().collect();
@@ -326,7 +452,7 @@ impl SearchIndex {
             .into_iter()
             .map(|g| (g, SYNONYM))
             .collect();
-        self.score_groups(&literal, &synonyms, true, scratch);
+        self.score_groups(&literal, &synonyms, keyword, scratch);
     }
 
     /// Scores one keyword from the groups it reaches, each with the weight
@@ -340,9 +466,10 @@ impl SearchIndex {
         &self,
         literal: &[(u32, f32)],
         synonyms: &[(u32, f32)],
-        counts: bool,
+        keyword: &Keyword<'_>,
         scratch: &mut Scratch,
     ) {
+        let counts = keyword.counts;
         let reached: usize = literal
             .iter()
             .chain(synonyms)
@@ -376,8 +503,42 @@ impl SearchIndex {
             } else {
                 all_tools
             };
+            // Settled into the scratch's own buffers (no allocation), copied
+            // out only to be kept.
             scratch.settle_dense(self.doc_count, df, counts);
+            let effect = std::mem::take(&mut scratch.effect);
+            scratch.apply(&effect);
+            if let Some(kept) = keyword.effects.filter(|kept| kept.keeps()) {
+                kept.insert(keyword.word, counts, Arc::new(effect.clone()));
+            }
+            scratch.effect = effect;
         }
+    }
+
+    /// The effects of the [`COMMON_WORDS`] words of the dictionary whose
+    /// own group reaches the most tools, each as a keyword of its own,
+    /// where it is common enough to be settled densely: the words agents
+    /// type most (`get`, `list`, `users`) then cost a vectorised pass from
+    /// the first query on.
+    fn common_effects(&self) -> HashMap<Box<str>, Arc<KeywordEffect>> {
+        let mut candidates: Vec<(usize, &str)> = self
+            .terms
+            .iter()
+            .zip(&self.term_group)
+            .filter(|(term, _)| term.chars().nth(1).is_some() && !is_stopword(term))
+            .map(|(term, &group)| (self.group_postings(group).len(), &**term))
+            .collect();
+        candidates.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        let collected = Collected::default();
+        for &(_, word) in candidates.iter().take(COMMON_WORDS) {
+            self.top_keywords_with(&[word.to_string()], 1, |_| true, Some(&collected));
+        }
+        collected
+            .0
+            .into_inner()
+            .into_iter()
+            .map(|(word, effect)| (word.into_boxed_str(), effect))
+            .collect()
     }
 
     /// The group of tokens with the same singular form as `word`.
@@ -463,33 +624,101 @@ impl SearchIndex {
 /// pass over the matched tools keeping the best so far in a heap, so
 /// `include` is asked only about tools that would enter it.
 fn best_matched(
+    scratch: &mut Scratch,
+    resources: &[u8],
+    limit: usize,
+    include: &impl Fn(usize) -> bool,
+) -> Vec<usize> {
+    if !scratch.scan_all {
+        let matched = std::mem::take(&mut scratch.matched);
+        let best = best_of(scratch, &matched, 0, resources, limit, include);
+        scratch.matched = matched;
+        return best;
+    }
+    // Every tool was settled densely: rather than offering all of them,
+    // offer those matching enough keywords to make the page. Ranking is by
+    // keyword count first, so when at least `limit` tools match `floor` or
+    // more keywords, the page holds only such tools.
+    let floor = (1..=scratch.keywords)
+        .rev()
+        .find(|&floor| at_least(&scratch.count, floor) >= limit)
+        .unwrap_or(0);
+    let mut candidates = std::mem::take(&mut scratch.candidates);
+    gather(&scratch.count, &scratch.score, floor, &mut candidates);
+    let mut best = best_of(scratch, &candidates, floor, resources, limit, include);
+    if best.len() < limit && floor > 0 {
+        // `include` refused too many of them: offer every matched tool.
+        gather(&scratch.count, &scratch.score, 0, &mut candidates);
+        best = best_of(scratch, &candidates, 0, resources, limit, include);
+    }
+    scratch.candidates = candidates;
+    best
+}
+
+/// How many of `counts` are at least `floor`: summed in bytes, 255 at a
+/// time, which the compiler turns into sixteen comparisons per instruction.
+fn at_least(counts: &[u8], floor: u8) -> usize {
+    counts
+        .chunks(255)
+        .map(|chunk| {
+            let reached: u8 = chunk.iter().map(|&c| u8::from(c >= floor)).sum();
+            usize::from(reached)
+        })
+        .sum()
+}
+
+/// The matched tools (score above 0) matching at least `floor` keywords,
+/// in index order, into `out`. Tools are tested sixteen at a time into a
+/// bit mask, and only the set bits are visited.
+fn gather(count: &[u8], score: &[f32], floor: u8, out: &mut Vec<u32>) {
+    const LANES: usize = 16;
+    out.clear();
+    out.reserve(count.len());
+    for (chunk, (counts, scores)) in count.chunks(LANES).zip(score.chunks(LANES)).enumerate() {
+        let mut mask = 0u32;
+        for (lane, (&count, &score)) in counts.iter().zip(scores).enumerate() {
+            mask |= u32::from((count >= floor) & (score > 0.0)) << lane;
+        }
+        let base = chunk * LANES;
+        while mask != 0 {
+            out.push((base + mask.trailing_zeros() as usize) as u32);
+            mask &= mask - 1;
+        }
+    }
+}
+
+/// The best `limit` of `docs` that `include` accepts, best first. The heap
+/// order is total, so the order of `docs` does not change the result.
+fn best_of(
     scratch: &Scratch,
+    docs: &[u32],
+    mut floor: u8,
     resources: &[u8],
     limit: usize,
     include: &impl Fn(usize) -> bool,
 ) -> Vec<usize> {
     let mut best: BinaryHeap<Candidate> = BinaryHeap::with_capacity(limit.min(1024) + 1);
-    // Once the heap is full, a tool matching fewer keywords than its worst
-    // cannot enter: most tools of a broad query end here, cheaply.
-    let mut floor = 0u8;
-    for &doc in &scratch.matched {
-        let state = &scratch.docs[doc as usize];
-        if state.count < floor {
+    for &doc in docs {
+        let index = doc as usize;
+        // Once the heap is full, a tool matching fewer keywords than its
+        // worst cannot enter: most tools of a broad query end here, cheaply.
+        let count = scratch.count[index];
+        if count < floor {
             continue;
         }
-        let total = resources.get(doc as usize).copied().unwrap_or(0);
+        let total = resources.get(index).copied().unwrap_or(0);
         let covered = if total == 0 {
             0.0
         } else {
-            f32::from(state.resource_hits.min(total)) / f32::from(total)
+            f32::from(scratch.resource_hits[index].min(total)) / f32::from(total)
         };
         let candidate = Candidate {
             doc,
-            count: state.count,
-            score: state.score * (1.0 + ROUTE_COVERAGE * covered),
+            count,
+            score: scratch.score[index] * (1.0 + ROUTE_COVERAGE * covered),
         };
         let enters = best.len() < limit || best.peek().is_some_and(|worst| candidate < *worst);
-        if enters && include(doc as usize) {
+        if enters && include(index) {
             best.push(candidate);
             if best.len() > limit {
                 best.pop();
@@ -515,6 +744,7 @@ struct Candidate {
 }
 
 impl Ord for Candidate {
+    #[inline]
     fn cmp(&self, other: &Candidate) -> Ordering {
         other
             .count
@@ -525,6 +755,7 @@ impl Ord for Candidate {
 }
 
 impl PartialOrd for Candidate {
+    #[inline]
     fn partial_cmp(&self, other: &Candidate) -> Option<Ordering> {
         Some(self.cmp(other))
     }
@@ -553,45 +784,34 @@ fn with_scratch<R>(docs: usize, f: impl FnOnce(&mut Scratch) -> R) -> R {
     })
 }
 
-/// One tool's state during a query.
-#[derive(Clone, Copy, Default)]
-struct DocState {
-    /// Total score so far; zero when unmatched.
-    score: f32,
-    /// The current keyword's weighted frequency.
-    frequency: f32,
-    /// Distinct keywords matched.
-    count: u8,
-    /// Whether the current keyword matched one of the tool's resource
-    /// segments.
-    resource_now: bool,
-    /// Keywords that matched one of its resource segments.
-    resource_hits: u8,
-}
-
-impl DocState {
-    /// Adds the current keyword's BM25 contribution and clears its
-    /// frequency.
-    fn settle(&mut self, idf: f32, counts: bool) {
-        let tf = std::mem::take(&mut self.frequency);
-        self.score += idf * tf * (K1 + 1.0) / (tf + K1);
-        let resource = std::mem::take(&mut self.resource_now);
-        if counts {
-            self.count = self.count.saturating_add(1);
-            if resource {
-                self.resource_hits = self.resource_hits.saturating_add(1);
-            }
-        }
-    }
-}
-
-/// Per-query working memory. Between queries every [`DocState`] is zero; a
-/// query cleans up only what it touched.
+/// Per-query working memory: one array per quantity, indexed by tool, so
+/// that a pass over every tool ([`Scratch::settle_dense`]) runs on
+/// contiguous numbers the compiler turns into vector instructions. Between
+/// queries every entry is zero; a query cleans up only what it touched.
 #[derive(Default)]
 struct Scratch {
-    docs: Vec<DocState>,
-    /// Tools with a non-zero score, in the order first matched.
+    /// Total score so far; zero when unmatched.
+    score: Vec<f32>,
+    /// The current keyword's weighted frequency.
+    frequency: Vec<f32>,
+    /// Distinct keywords matched.
+    count: Vec<u8>,
+    /// 1 when the current keyword matched one of the tool's resource
+    /// segments.
+    resource_now: Vec<u8>,
+    /// Keywords that matched one of its resource segments.
+    resource_hits: Vec<u8>,
+    /// Tools with a non-zero score, in the order first matched; kept only
+    /// until a keyword settles densely, after which every tool is scanned
+    /// instead (`scan_all`).
     matched: Vec<u32>,
+    scan_all: bool,
+    /// Keywords that count so far (an upper bound of any tool's count).
+    keywords: u8,
+    /// Reused by [`best_matched`].
+    candidates: Vec<u32>,
+    /// The last densely settled keyword's effect ([`Scratch::settle_dense`]).
+    effect: KeywordEffect,
     /// Tools the current keyword touched, in the order first touched.
     touched: Vec<u32>,
     /// Set while a query runs: still set when the next one starts means the
@@ -601,36 +821,51 @@ struct Scratch {
 
 impl Scratch {
     fn run<R>(&mut self, docs: usize, f: impl FnOnce(&mut Scratch) -> R) -> R {
-        if self.busy || self.docs.len() != docs {
-            self.docs = vec![DocState::default(); docs];
-            self.matched.clear();
-            self.touched.clear();
+        if self.busy || self.score.len() != docs {
+            *self = Scratch {
+                score: vec![0.0; docs],
+                frequency: vec![0.0; docs],
+                count: vec![0; docs],
+                resource_now: vec![0; docs],
+                resource_hits: vec![0; docs],
+                ..Scratch::default()
+            };
         }
         self.busy = true;
         let result = f(self);
-        // Put back what the query touched: one by one when it is little, a
-        // plain fill (sequential, far cheaper per tool) when it is much.
-        if self.matched.len() > self.docs.len() / 16 {
-            self.docs.fill(DocState::default());
+        // Put back what the query touched (frequencies and resource_now are
+        // zero again once a keyword settles): one by one when it is little,
+        // a plain fill (sequential, far cheaper per tool) when it is much.
+        if self.scan_all || self.matched.len() > docs / 16 {
+            self.score.fill(0.0);
+            self.count.fill(0);
+            self.resource_hits.fill(0);
         } else {
             for &doc in &self.matched {
-                self.docs[doc as usize] = DocState::default();
+                let doc = doc as usize;
+                self.score[doc] = 0.0;
+                self.count[doc] = 0;
+                self.resource_hits[doc] = 0;
             }
         }
         self.matched.clear();
+        self.scan_all = false;
+        self.keywords = 0;
         self.busy = false;
         result
     }
 
     fn add(&mut self, doc: usize, weight: f32, resource: bool) {
-        let Some(state) = self.docs.get_mut(doc) else {
+        let (Some(frequency), Some(resource_now)) =
+            (self.frequency.get_mut(doc), self.resource_now.get_mut(doc))
+        else {
             return;
         };
-        if state.frequency == 0.0 {
+        if *frequency == 0.0 {
             self.touched.push(doc as u32);
         }
-        state.frequency += weight;
-        state.resource_now |= resource;
+        *frequency += weight;
+        *resource_now |= u8::from(resource);
     }
 
     /// Like [`Scratch::add`] for a whole posting list, without noting the
@@ -638,12 +873,15 @@ impl Scratch {
     fn add_dense(&mut self, postings: &[Posting], quality: f32) -> usize {
         let mut first = 0;
         for posting in postings {
-            let Some(state) = self.docs.get_mut(posting.doc()) else {
+            let doc = posting.doc();
+            let (Some(frequency), Some(resource_now)) =
+                (self.frequency.get_mut(doc), self.resource_now.get_mut(doc))
+            else {
                 continue;
             };
-            first += usize::from(state.frequency == 0.0);
-            state.frequency += quality * posting.weight;
-            state.resource_now |= posting.resource();
+            first += usize::from(*frequency == 0.0);
+            *frequency += quality * posting.weight;
+            *resource_now |= u8::from(posting.resource());
         }
         first
     }
@@ -653,34 +891,79 @@ impl Scratch {
     /// count.
     fn settle(&mut self, docs: usize, df: usize, counts: bool) {
         let idf = idf(docs, df);
+        self.keywords = self.keywords.saturating_add(u8::from(counts));
         for &doc in &self.touched {
-            let state = &mut self.docs[doc as usize];
-            if state.score == 0.0 {
-                self.matched.push(doc);
+            let doc = doc as usize;
+            if self.score[doc] == 0.0 && !self.scan_all {
+                self.matched.push(doc as u32);
             }
-            state.settle(idf, counts);
+            let tf = std::mem::take(&mut self.frequency[doc]);
+            self.score[doc] += bm25(idf, tf);
+            let resource = std::mem::take(&mut self.resource_now[doc]);
+            if counts {
+                self.count[doc] = self.count[doc].saturating_add(1);
+                self.resource_hits[doc] = self.resource_hits[doc].saturating_add(resource);
+            }
         }
         self.touched.clear();
     }
 
-    /// [`Scratch::settle`] after [`Scratch::add_dense`]: one pass over
-    /// every tool.
+    /// [`Scratch::settle`] after [`Scratch::add_dense`], as the keyword's
+    /// [`KeywordEffect`] on every tool, into `self.effect` (to
+    /// [`Scratch::apply`]); clears the frequencies. Passes over every tool without branches: an untouched
+    /// tool goes through the same arithmetic (its frequency is 0, so its
+    /// contribution is exactly 0), which lets them run as vector
+    /// instructions.
     fn settle_dense(&mut self, docs: usize, df: usize, counts: bool) {
         let idf = idf(docs, df);
-        for (doc, state) in self.docs.iter_mut().enumerate() {
-            if state.frequency == 0.0 {
-                continue;
-            }
-            if state.score == 0.0 {
-                self.matched.push(doc as u32);
-            }
-            state.settle(idf, counts);
+        let increment = u8::from(counts);
+        let effect = &mut self.effect;
+        effect.counts = counts;
+        effect.resource.clear();
+        effect
+            .resource
+            .extend(self.frequency.iter().zip(self.resource_now.iter_mut()).map(
+                |(frequency, resource)| {
+                    u8::from(*frequency > 0.0) & increment & std::mem::take(resource)
+                },
+            ));
+        effect.contribution.clear();
+        effect.contribution.extend(
+            self.frequency
+                .iter_mut()
+                .map(|frequency| bm25(idf, std::mem::take(frequency))),
+        );
+    }
+
+    /// Adds a settled keyword to every tool: its contribution to the score,
+    /// to the keyword count where it matched (when it counts) and to the
+    /// resource hits. The matched list is no longer kept after this.
+    fn apply(&mut self, effect: &KeywordEffect) {
+        let increment = u8::from(effect.counts);
+        for ((score, count), (hits, (contribution, resource))) in
+            self.score.iter_mut().zip(self.count.iter_mut()).zip(
+                self.resource_hits
+                    .iter_mut()
+                    .zip(effect.contribution.iter().zip(effect.resource.iter())),
+            )
+        {
+            *score += *contribution;
+            *count = count.saturating_add(u8::from(*contribution > 0.0) & increment);
+            *hits = hits.saturating_add(*resource);
         }
+        self.keywords = self.keywords.saturating_add(increment);
+        self.scan_all = true;
     }
 
     fn is_matched(&self, doc: usize) -> bool {
-        self.docs.get(doc).is_some_and(|s| s.score > 0.0)
+        self.score.get(doc).is_some_and(|s| *s > 0.0)
     }
+}
+
+/// One keyword's BM25 contribution for a weighted frequency `tf` (0 when
+/// `tf` is 0).
+fn bm25(idf: f32, tf: f32) -> f32 {
+    idf * tf * (K1 + 1.0) / (tf + K1)
 }
 
 /// BM25 inverse document frequency; always positive.
@@ -778,7 +1061,7 @@ impl Builder {
         while posting_start.len() <= groups.len() {
             posting_start.push(postings.len() as u32);
         }
-        SearchIndex {
+        let mut index = SearchIndex {
             doc_count,
             terms,
             term_group,
@@ -786,7 +1069,10 @@ impl Builder {
             posting_start,
             postings,
             resources,
-        }
+            common: HashMap::new(),
+        };
+        index.common = index.common_effects();
+        index
     }
 }
 
@@ -806,12 +1092,20 @@ fn route_words(route: &str) -> Vec<String> {
     }
     let mut words: Vec<String> = tokens(&literal)
         .into_iter()
-        .filter(|t| !t.chars().all(|c| c.is_ascii_digit()) && !is_stopword(t))
+        .filter(|t| !t.chars().all(|c| c.is_ascii_digit()) && !is_version(t) && !is_stopword(t))
         .map(|t| singular(&t))
         .collect();
     words.sort_unstable();
     words.dedup();
     words
+}
+
+/// Whether a path word is an API version (`v1`, `v13`): it names no
+/// resource, however few routes share it (APIs that version each endpoint
+/// on its own have `/v6/deployments` beside `/v3/projects/{id}`).
+fn is_version(word: &str) -> bool {
+    word.strip_prefix('v')
+        .is_some_and(|digits| !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// Per doc, the sorted groups of its route's resource segments: its route
@@ -956,6 +1250,12 @@ pub fn fold(text: &str) -> String {
 /// The query's folded keywords, in order, de-duplicated.
 pub fn keywords(query: &str) -> Vec<String> {
     capped_keywords(query, usize::MAX)
+}
+
+/// The keywords a query is ranked by: [`keywords`], the first
+/// [`MAX_KEYWORDS`] of them. Two queries with the same keywords rank alike.
+pub fn query_keywords(query: &str) -> Vec<String> {
+    capped_keywords(query, MAX_KEYWORDS)
 }
 
 /// At most `cap` distinct keywords of `query`, in order.
@@ -1341,6 +1641,157 @@ mod tests {
         assert!(idx.top("order", 5, |_| false).is_empty());
     }
 
+    /// The page of any `limit` and `include` is the head of the full
+    /// ranking, filtered: whatever shortcuts the selection takes (a keyword
+    /// count floor, offering only tools above it, starting again when
+    /// `include` refuses too many), they never change the answer.
+    #[test]
+    fn pages_are_heads_of_the_full_ranking() {
+        const WORDS: [&str; 12] = [
+            "list", "get", "user", "group", "mail", "event", "calendar", "drive", "item", "member",
+            "file", "folder",
+        ];
+        let mut state = 7u32;
+        let mut next = |n: usize| {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (state >> 16) as usize % n
+        };
+        let names: Vec<&'static str> = (0..240)
+            .map(|i| {
+                let words: Vec<&str> = (0..2 + next(3)).map(|_| WORDS[next(WORDS.len())]).collect();
+                &*Box::leak(format!("{}_{i}", words.join("_")).into_boxed_str())
+            })
+            .collect();
+        let tools: Vec<Tool> = names.iter().map(|name| tool(name, "")).collect();
+        let idx = index(&tools);
+        let filters: [&dyn Fn(usize) -> bool; 4] =
+            [&|_| true, &|i| i % 3 != 0, &|i| i < 30, &|i| i % 17 == 0];
+        for query in [
+            "list user",
+            "get group member",
+            "user",
+            "mail folder file",
+            "the",
+            "calendar event item drive",
+            "remove members",
+        ] {
+            let full = idx.top(query, tools.len(), |_| true);
+            assert_eq!(full.len(), tools.len(), "{query}");
+            for (f, include) in filters.iter().enumerate() {
+                for limit in [1, 5, 20, 50] {
+                    let expected: Vec<usize> = full
+                        .iter()
+                        .copied()
+                        .filter(|&i| include(i))
+                        .take(limit)
+                        .collect();
+                    assert_eq!(
+                        idx.top(query, limit, include),
+                        expected,
+                        "{query:?}, filter {f}, limit {limit}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Keyword effects kept in a map, for tests.
+    #[derive(Default)]
+    struct KeptEffects(std::sync::Mutex<HashMap<(String, bool), Arc<KeywordEffect>>>);
+
+    impl KeywordEffects for KeptEffects {
+        fn get(&self, word: &str, counts: bool) -> Option<Arc<KeywordEffect>> {
+            let kept = self.0.lock().unwrap();
+            kept.get(&(word.to_string(), counts)).cloned()
+        }
+
+        fn insert(&self, word: &str, counts: bool, effect: Arc<KeywordEffect>) {
+            let mut kept = self.0.lock().unwrap();
+            kept.insert((word.to_string(), counts), effect);
+        }
+    }
+
+    /// `count` tools named and routed after a few common words (so that
+    /// they are settled densely and cover resources), half of them with
+    /// "Returns the items." as description.
+    fn common_word_tools(count: usize) -> Vec<Tool> {
+        let words = ["list", "get", "user", "group", "mail", "event", "member"];
+        (0..count)
+            .map(|i| {
+                let name = format!("{}_{}_{i}", words[i % 7], words[(i / 7) % 7]);
+                let description = if i % 2 == 0 { "Returns the items." } else { "" };
+                let route = format!("GET /{}s/{{id}}/{}", words[(i / 3) % 7], words[i % 5]);
+                Tool {
+                    route: Box::leak(route.into_boxed_str()),
+                    ..tool(Box::leak(name.into_boxed_str()), description)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn common_word_effects_rank_exactly_as_scoring_anew() {
+        let tools = common_word_tools(90);
+        let with_common = index(&tools);
+        assert!(
+            with_common.common.contains_key("user"),
+            "{:?}",
+            with_common.common.keys()
+        );
+        let mut plain = index(&tools);
+        plain.common.clear();
+        for query in [
+            "list users",
+            "get group member",
+            "user",
+            "return the items of the group",
+            "the",
+            "mail",
+        ] {
+            for limit in [1, 10, 90] {
+                assert_eq!(
+                    with_common.top(query, limit, |i| i % 4 != 2),
+                    plain.top(query, limit, |i| i % 4 != 2),
+                    "{query:?}, limit {limit}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn kept_keyword_effects_rank_exactly_as_scoring_anew() {
+        let tools = common_word_tools(120);
+        // Without the index's own common words, so that the store is used.
+        let mut idx = index(&tools);
+        idx.common.clear();
+        let kept = KeptEffects::default();
+        let queries = [
+            "list users",
+            "get group member",
+            "users the",
+            "the",
+            "mail event list",
+        ];
+        for pass in 0..2 {
+            for query in queries {
+                let words = query_keywords(query);
+                for limit in [1, 7, 50] {
+                    assert_eq!(
+                        idx.top_keywords_with(&words, limit, |i| i % 5 != 1, Some(&kept)),
+                        idx.top_keywords(&words, limit, |i| i % 5 != 1),
+                        "{query:?}, limit {limit}, pass {pass}"
+                    );
+                }
+            }
+        }
+        let kept = kept.0.lock().unwrap();
+        // A stopword counts only in a query of nothing else.
+        for key in [("list", true), ("the", true), ("the", false)] {
+            let key = (key.0.to_string(), key.1);
+            assert!(kept.contains_key(&key), "{key:?}: {:?}", kept.keys());
+        }
+    }
+
     #[test]
     fn synonyms_match_weaker_than_the_word() {
         let tools = [
@@ -1477,13 +1928,18 @@ mod tests {
     fn route_words_are_literal_path_words_in_singular_form() {
         assert_eq!(
             route_words("GET /v1/users/{user-id}/todoLists/{id}.json"),
-            strings(&["json", "list", "todo", "user", "v1"])
+            strings(&["json", "list", "todo", "user"])
         );
         assert_eq!(
             route_words("POST /2010-04-01/Accounts"),
             strings(&["account"])
         );
         assert!(route_words("GET /").is_empty());
+        // Versions name no resource; words that merely start with v do.
+        assert_eq!(
+            route_words("GET /v13/deployments/{id}/v/vendors"),
+            strings(&["deployment", "v", "vendor"])
+        );
     }
 
     #[test]

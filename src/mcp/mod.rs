@@ -48,7 +48,7 @@ pub enum Reply {
 /// `isError` only on failure.
 pub fn call_tool_result(answer: ToolAnswer) -> serde_json::Map<String, Value> {
     let mut result = serde_json::Map::new();
-    let is_error = answer.is_error;
+    let is_error = answer.is_error();
     result.insert(
         "content".to_string(),
         json!([{"type": "text", "text": answer.into_text()}]),

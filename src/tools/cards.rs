@@ -27,6 +27,35 @@ impl Card {
             parameters: parameters_line(&tool.input_schema, PARAMETERS_LIMIT),
         }
     }
+
+    /// The card as search_tools sends it, `{"name", "description",
+    /// "parameters"}` serialised: done once per catalog, so a search page
+    /// is assembled from ready text.
+    pub fn json(&self, name: &str) -> Box<str> {
+        let mut card = serde_json::Map::new();
+        card.insert("name".to_string(), Value::from(name));
+        card.insert(
+            "description".to_string(),
+            Value::from(self.description.as_str()),
+        );
+        card.insert(
+            "parameters".to_string(),
+            Value::from(self.parameters.as_str()),
+        );
+        Value::Object(card).to_string().into_boxed_str()
+    }
+}
+
+/// Appends card JSON from [`Card::json`] to `out`, with `"authUncertain":
+/// true` added when `uncertain`.
+pub fn push_card(out: &mut String, card_json: &str, uncertain: bool) {
+    match card_json.strip_suffix('}').filter(|_| uncertain) {
+        Some(open) => {
+            out.push_str(open);
+            out.push_str(",\"authUncertain\":true}");
+        }
+        None => out.push_str(card_json),
+    }
 }
 
 /// Whitespace collapsed, then cut at a word boundary with `…` so the whole
@@ -146,6 +175,29 @@ fn type_text(schema: &Schema, member: &Value, depth: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn card_json_is_the_card_serialised_and_the_flag_is_added_in_place() {
+        let card = Card {
+            description: "Say \"hi\" \u{2014} politely.".to_string(),
+            parameters: "name: string (required)".to_string(),
+        };
+        let text = card.json("greet");
+        let plain = json!({
+            "name": "greet",
+            "description": "Say \"hi\" \u{2014} politely.",
+            "parameters": "name: string (required)"
+        });
+        assert_eq!(&*text, plain.to_string());
+        let mut out = String::new();
+        push_card(&mut out, &text, false);
+        assert_eq!(out, plain.to_string());
+        out.clear();
+        push_card(&mut out, &text, true);
+        let mut flagged = plain.clone();
+        flagged["authUncertain"] = json!(true);
+        assert_eq!(out, flagged.to_string());
+    }
 
     fn schema(root: Value) -> Schema {
         Schema {

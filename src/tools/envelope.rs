@@ -10,11 +10,19 @@ use serde_json::{Map, Value, json};
 /// A tool's answer before the protocol layer wraps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolAnswer {
-    pub payload: Value,
-    pub is_error: bool,
-    /// `payload` serialised, once the budget check has done it, so the
-    /// protocol layer does not serialise it again.
-    serialized: Option<String>,
+    body: Body,
+    /// The failure's code; `None` for a success.
+    failure: Option<Code>,
+}
+
+/// The answer's JSON, as a value or already as text.
+#[derive(Debug, Clone, PartialEq)]
+enum Body {
+    /// Built, not yet serialised.
+    Value(Value),
+    /// Serialised: by the budget check (so the protocol layer does not
+    /// serialise it again), or taken ready from the search cache.
+    Text(String),
 }
 
 /// Failure codes of the envelope.
@@ -50,9 +58,16 @@ impl Code {
 impl ToolAnswer {
     pub fn ok(payload: Value) -> ToolAnswer {
         ToolAnswer {
-            payload,
-            is_error: false,
-            serialized: None,
+            body: Body::Value(payload),
+            failure: None,
+        }
+    }
+
+    /// A successful answer already serialised (a cached search page).
+    pub fn ok_text(text: String) -> ToolAnswer {
+        ToolAnswer {
+            body: Body::Text(text),
+            failure: None,
         }
     }
 
@@ -69,25 +84,35 @@ impl ToolAnswer {
         payload.insert("retryable".to_string(), json!(retryable));
         payload.extend(extra);
         ToolAnswer {
-            payload: Value::Object(payload),
-            is_error: true,
-            serialized: None,
+            body: Body::Value(Value::Object(payload)),
+            failure: Some(code),
         }
     }
 
     /// The text block's JSON, taken out (serialised now if it was not yet).
     pub fn into_text(self) -> String {
-        match self.serialized {
-            Some(text) => text,
-            None => self.payload.to_string(),
+        match self.body {
+            Body::Text(text) => text,
+            Body::Value(payload) => payload.to_string(),
         }
+    }
+
+    /// The text block's JSON, when it is serialised already.
+    pub fn serialized(&self) -> Option<&str> {
+        match &self.body {
+            Body::Text(text) => Some(text),
+            Body::Value(_) => None,
+        }
+    }
+
+    /// Whether this is a failure (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        self.failure.is_some()
     }
 
     /// The failure code, when this is a failure.
     pub fn code(&self) -> Option<&str> {
-        self.is_error
-            .then(|| self.payload.get("error").and_then(Value::as_str))
-            .flatten()
+        self.failure.map(Code::as_str)
     }
 }
 
@@ -119,8 +144,12 @@ pub fn invalid_type(argument: &str, expected: &str, got: &Value) -> ToolAnswer {
 
 /// Refuses an answer whose serialisation exceeds `budget` characters,
 /// naming the arguments that shrink it.
-pub fn within_budget(mut answer: ToolAnswer, budget: usize, shrink_hint: &str) -> ToolAnswer {
-    let text = answer.payload.to_string();
+pub fn within_budget(answer: ToolAnswer, budget: usize, shrink_hint: &str) -> ToolAnswer {
+    let ToolAnswer { body, failure } = answer;
+    let text = match body {
+        Body::Value(payload) => payload.to_string(),
+        Body::Text(text) => text,
+    };
     // Characters, not bytes: cheap to count, and a bound on them is what
     // an agent's context sees.
     let size = if text.is_ascii() {
@@ -129,8 +158,10 @@ pub fn within_budget(mut answer: ToolAnswer, budget: usize, shrink_hint: &str) -
         text.chars().count()
     };
     if size <= budget {
-        answer.serialized = Some(text);
-        return answer;
+        return ToolAnswer {
+            body: Body::Text(text),
+            failure,
+        };
     }
     ToolAnswer::fail(
         Code::ResponseTooLarge,

@@ -10,6 +10,7 @@ pub mod envelope;
 pub mod invoke;
 pub mod load;
 pub mod search;
+pub mod search_cache;
 
 use crate::catalog::Catalog;
 use crate::catalog::search::fold;
@@ -39,7 +40,8 @@ pub struct Context<'a> {
 
 /// Per-catalog data computed once, off the request path.
 pub struct Prepared {
-    pub cards: Vec<Card>,
+    /// Each tool's card as JSON text ([`Card::json`]).
+    pub cards: Vec<Box<str>>,
     /// Each tool's tags, folded.
     pub folded_tags: Vec<Vec<String>>,
     /// The folded tag vocabulary of the whole catalog.
@@ -53,7 +55,11 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn new(catalog: &Catalog) -> Prepared {
-        let cards = catalog.tools().iter().map(Card::of).collect();
+        let cards = catalog
+            .tools()
+            .iter()
+            .map(|tool| Card::of(tool).json(&tool.name))
+            .collect();
         let folded_tags: Vec<Vec<String>> = catalog
             .tools()
             .iter()

@@ -6,11 +6,13 @@
 //! visible catalog, not the page, so an agent can widen without another
 //! exploratory call.
 
+use super::cards::push_card;
 use super::envelope::{ToolAnswer, invalid_type, within_budget};
+use super::search_cache::SearchKey;
 use super::{Context, load};
-use crate::catalog::search::fold;
+use crate::catalog::search::{fold, query_keywords};
 use crate::visibility::View;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 50;
@@ -72,18 +74,47 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
         Err(answer) => return answer,
     };
     let served = context.served;
-    let tools = served.catalog.tools();
     let prepared = &served.prepared;
-    // Rules are evaluated once per distinct rule, not once per tool.
-    let views: Option<Vec<View>> = (!context.caller.sees_everything() && !prepared.all_public())
-        .then(|| {
-            let by_rule: Vec<View> = prepared
+    // Rules are evaluated once per distinct rule, not once per tool; the
+    // per-rule views are also what the cache knows the caller by.
+    let rule_views: Option<Vec<View>> =
+        (!context.caller.sees_everything() && !prepared.all_public()).then(|| {
+            prepared
                 .rules
                 .iter()
                 .map(|rule| context.caller.view_rule(rule))
-                .collect();
-            prepared.rule_of.iter().map(|&r| by_rule[r]).collect()
+                .collect()
         });
+    let mut tags = request.tags.clone();
+    tags.sort();
+    tags.dedup();
+    let key = SearchKey {
+        keywords: query_keywords(&request.query),
+        limit: request.limit,
+        schema_detail: request.schema_detail,
+        tags,
+        views: rule_views,
+        budget: context.budget,
+    };
+    if let Some(text) = served.search_cache.get(&key) {
+        return ToolAnswer::ok_text(text.to_string());
+    }
+    let answer = rank(context, &request, &key);
+    if let Some(text) = answer.serialized().filter(|_| !answer.is_error()) {
+        served.search_cache.insert(key, text);
+    }
+    answer
+}
+
+/// Ranks and builds the answer for `request`: the work the cache saves.
+fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnswer {
+    let served = context.served;
+    let tools = served.catalog.tools();
+    let prepared = &served.prepared;
+    let views: Option<Vec<View>> = key
+        .views
+        .as_ref()
+        .map(|by_rule| prepared.rule_of.iter().map(|&r| by_rule[r]).collect());
     let visible = |i: usize| views.as_ref().is_none_or(|v| v[i] != View::Hidden);
     let tagged = |i: usize| {
         request
@@ -97,10 +128,12 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
     } else {
         (0..tools.len()).filter(|&i| include(i)).count()
     };
-    let ranked = served
-        .catalog
-        .search_index()
-        .top(&request.query, request.limit, include);
+    let ranked = served.catalog.search_index().top_keywords_with(
+        &key.keywords,
+        request.limit,
+        include,
+        Some(&served.search_cache),
+    );
     // The whole catalog's vocabulary is served as prepared; only a
     // restricted view needs its own.
     let vocabulary: Vec<&String> = match &views {
@@ -116,42 +149,36 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
             tags
         }
     };
-    let results: Vec<Value> = ranked
-        .into_iter()
-        .map(|i| {
-            let uncertain = matches!(
-                views.as_ref().map(|v| v[i]),
-                Some(View::Visible { uncertain: true })
-            );
-            if request.schema_detail {
-                load::answer(&tools[i], uncertain)
-            } else {
-                card(&tools[i].name, &prepared.cards[i], uncertain)
-            }
-        })
-        .collect();
-    let mut answer = Map::new();
-    answer.insert("total".to_string(), json!(total));
+    // The page is assembled from text: cards were serialised once per
+    // catalog; only a schema-detail result is serialised here.
+    let mut text = String::with_capacity(64 + ranked.len() * 320);
+    text.push_str("{\"total\":");
+    text.push_str(&total.to_string());
     if !vocabulary.is_empty() && vocabulary.len() <= MAX_VOCABULARY {
-        answer.insert("tags".to_string(), json!(vocabulary));
+        text.push_str(",\"tags\":");
+        text.push_str(&json!(vocabulary).to_string());
     }
-    answer.insert("results".to_string(), Value::Array(results));
+    text.push_str(",\"results\":[");
+    for (n, i) in ranked.into_iter().enumerate() {
+        if n > 0 {
+            text.push(',');
+        }
+        let uncertain = matches!(
+            views.as_ref().map(|v| v[i]),
+            Some(View::Visible { uncertain: true })
+        );
+        if request.schema_detail {
+            text.push_str(&load::answer(&tools[i], uncertain).to_string());
+        } else {
+            push_card(&mut text, &prepared.cards[i], uncertain);
+        }
+    }
+    text.push_str("]}");
     within_budget(
-        ToolAnswer::ok(Value::Object(answer)),
+        ToolAnswer::ok_text(text),
         context.budget,
         "Ask for less: use detail \"card\" instead of \"schema\", a narrower query (or tags), or a smaller limit.",
     )
-}
-
-fn card(name: &str, card: &super::cards::Card, uncertain: bool) -> Value {
-    let mut out = Map::new();
-    out.insert("name".to_string(), json!(name));
-    out.insert("description".to_string(), json!(card.description));
-    out.insert("parameters".to_string(), json!(card.parameters));
-    if uncertain {
-        out.insert("authUncertain".to_string(), json!(true));
-    }
-    Value::Object(out)
 }
 
 #[cfg(test)]

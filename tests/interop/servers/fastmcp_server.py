@@ -23,6 +23,15 @@ from starlette.routing import Route
 
 ITEMS = {1: {"id": 1, "name": "keyboard", "price": 70}, 2: {"id": 2, "name": "mouse", "price": 25}}
 
+# The path parameter every /items/{item_id} operation takes.
+ITEM_ID = {"name": "item_id", "in": "path", "required": True, "schema": {"type": "integer"}}
+
+
+def json_ok(schema):
+    """A 200 response with a JSON body of `schema`."""
+    return {"description": "ok", "content": {"application/json": {"schema": schema}}}
+
+
 SPEC = {
     "openapi": "3.0.3",
     "info": {"title": "Shop", "version": "1.0.0"},
@@ -56,34 +65,25 @@ SPEC = {
             "get": {
                 "operationId": "get_item",
                 "summary": "Fetches one item.",
-                "parameters": [
-                    {"name": "item_id", "in": "path", "required": True, "schema": {"type": "integer"}}
-                ],
+                "parameters": [ITEM_ID],
                 "responses": {
-                    "200": {
-                        "description": "ok",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "properties": {
-                                        "id": {"type": "integer"},
-                                        "name": {"type": "string"},
-                                        "price": {"type": "integer"},
-                                    },
-                                }
-                            }
-                        },
-                    },
+                    "200": json_ok(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "id": {"type": "integer"},
+                                "name": {"type": "string"},
+                                "price": {"type": "integer"},
+                            },
+                        }
+                    ),
                     "404": {"description": "no such item"},
                 },
             },
             "delete": {
                 "operationId": "delete_item",
                 "summary": "Deletes one item.",
-                "parameters": [
-                    {"name": "item_id", "in": "path", "required": True, "schema": {"type": "integer"}}
-                ],
+                "parameters": [ITEM_ID],
                 "responses": {"204": {"description": "deleted"}},
             },
         },
@@ -91,22 +91,15 @@ SPEC = {
             "get": {
                 "operationId": "get_price",
                 "summary": "The item's price in cents (the API answers a string: it breaks its own contract).",
-                "parameters": [
-                    {"name": "item_id", "in": "path", "required": True, "schema": {"type": "integer"}}
-                ],
+                "parameters": [ITEM_ID],
                 "responses": {
-                    "200": {
-                        "description": "ok",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["cents"],
-                                    "properties": {"cents": {"type": "integer"}},
-                                }
-                            }
-                        },
-                    }
+                    "200": json_ok(
+                        {
+                            "type": "object",
+                            "required": ["cents"],
+                            "properties": {"cents": {"type": "integer"}},
+                        }
+                    )
                 },
             }
         },

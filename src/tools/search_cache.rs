@@ -1,0 +1,247 @@
+//! Recent search_tools answers of one catalog snapshot, and the effects of
+//! the common keywords they used.
+//!
+//! Agents repeat searches: many agents run the same tasks, a client retries,
+//! an agent asks for the same page again. Ranking a large catalog costs tens
+//! of microseconds per query (Microsoft Graph: 11k tools) while sending a
+//! ready answer costs almost nothing, so a repeated search is answered from
+//! here. A new query is mostly made of words asked before (`list`, `get`,
+//! `users`), and a common word is the expensive part of ranking (with its
+//! synonyms it reaches thousands of tools), so what each common keyword
+//! does to the scores ([`KeywordEffect`], one number per tool) is kept too,
+//! for the words beyond the commonest ones the index computed itself: the
+//! next query using it adds it in one pass, with the same result.
+//!
+//! Safety of reuse rests on two rules:
+//! - the cache belongs to one [`crate::store::Served`] snapshot, so a reload
+//!   starts with an empty one and no answer outlives the catalog it was
+//!   ranked on;
+//! - the [`SearchKey`] holds everything the answer depends on: the
+//!   keywords as ranked, `limit`, `detail`, the tag filter, the response
+//!   budget, and how the caller sees each distinct visibility rule of the
+//!   catalog. Two callers share an entry only when they see exactly the same
+//!   tools in the same way (`authUncertain` included).
+//!
+//! Only successful answers are kept. Answers and keyword effects each get
+//! half of the configured bytes (quick_cache, weighed by size); zero turns
+//! both off.
+
+use crate::catalog::search::{KeywordEffect, KeywordEffects};
+use crate::visibility::View;
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Default capacity: 8 MiB of answers (about 1,200 pages of 20 cards) and
+/// 8 MiB of keyword effects (about 140 common words on an 11k-tool catalog).
+pub const DEFAULT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Assumed size of one keyword effect when sizing its table.
+const TYPICAL_EFFECT_BYTES: usize = 32 * 1024;
+
+/// Assumed size of one answer when sizing the cache's table.
+const TYPICAL_ANSWER_BYTES: usize = 8 * 1024;
+
+/// Everything a search_tools answer depends on, besides the snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SearchKey {
+    /// The query's keywords exactly as the index ranks them.
+    pub keywords: Vec<String>,
+    pub limit: usize,
+    pub schema_detail: bool,
+    /// Folded, sorted and deduplicated (the filter is a conjunction).
+    pub tags: Vec<String>,
+    /// The caller's view of each distinct visibility rule, in the order of
+    /// the snapshot's rules; `None` when the caller sees every tool plainly.
+    pub views: Option<Vec<View>>,
+    pub budget: usize,
+}
+
+impl SearchKey {
+    /// Approximate heap bytes, so that long keys are paid for too.
+    fn bytes(&self) -> usize {
+        let words = |list: &[String]| list.iter().map(|w| w.len() + 24).sum::<usize>();
+        64 + words(&self.keywords) + words(&self.tags) + self.views.as_ref().map_or(0, Vec::len) * 2
+    }
+}
+
+/// Weighs an entry by its answer text and key.
+#[derive(Clone)]
+struct ByBytes;
+
+impl Weighter<SearchKey, Arc<str>> for ByBytes {
+    fn weight(&self, key: &SearchKey, text: &Arc<str>) -> u64 {
+        (key.bytes() + text.len()) as u64
+    }
+}
+
+/// Weighs a keyword effect by its size.
+#[derive(Clone)]
+struct EffectBytes;
+
+impl Weighter<(String, bool), Arc<KeywordEffect>> for EffectBytes {
+    fn weight(&self, key: &(String, bool), effect: &Arc<KeywordEffect>) -> u64 {
+        (key.0.len() + 32 + effect.bytes()) as u64
+    }
+}
+
+/// Answers and keyword effects of one snapshot, bounded in bytes.
+pub struct SearchCache {
+    answers: Option<Cache<SearchKey, Arc<str>, ByBytes>>,
+    effects: Option<Cache<(String, bool), Arc<KeywordEffect>, EffectBytes>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+/// What `/status` and `/metrics` show of a cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheFigures {
+    pub answers: usize,
+    /// Common keywords whose effect is kept.
+    pub keywords: usize,
+    /// Weight held: answer text and keys, in bytes.
+    pub bytes: u64,
+    pub capacity_bytes: u64,
+    pub hits: u64,
+    pub misses: u64,
+}
+
+impl SearchCache {
+    /// A cache holding at most about `bytes` in all; off when 0.
+    pub fn new(bytes: usize) -> SearchCache {
+        let half = bytes / 2;
+        let answers = (half > 0).then(|| {
+            let items = (half / TYPICAL_ANSWER_BYTES).max(16);
+            Cache::with_weighter(items, half as u64, ByBytes)
+        });
+        let effects = (half > 0).then(|| {
+            let items = (half / TYPICAL_EFFECT_BYTES).max(16);
+            Cache::with_weighter(items, half as u64, EffectBytes)
+        });
+        SearchCache {
+            answers,
+            effects,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// The answer text stored under `key` (counted as a hit or a miss when
+    /// the cache is on).
+    pub fn get(&self, key: &SearchKey) -> Option<Arc<str>> {
+        let found = self.answers.as_ref()?.get(key);
+        let counter = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    /// Size and use so far.
+    pub fn figures(&self) -> CacheFigures {
+        CacheFigures {
+            answers: self.len(),
+            keywords: self.effects.as_ref().map_or(0, Cache::len),
+            bytes: self.answers.as_ref().map_or(0, Cache::weight)
+                + self.effects.as_ref().map_or(0, Cache::weight),
+            capacity_bytes: self.answers.as_ref().map_or(0, Cache::capacity)
+                + self.effects.as_ref().map_or(0, Cache::capacity),
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Keeps `text` as the answer for `key` (an answer larger than the
+    /// cache's shards is simply not kept).
+    pub fn insert(&self, key: SearchKey, text: &str) {
+        if let Some(answers) = &self.answers {
+            answers.insert(key, Arc::from(text));
+        }
+    }
+
+    /// Answers held now.
+    pub fn len(&self) -> usize {
+        self.answers.as_ref().map_or(0, Cache::len)
+    }
+
+    /// Whether no answer is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl KeywordEffects for SearchCache {
+    fn keeps(&self) -> bool {
+        self.effects.is_some()
+    }
+
+    fn get(&self, word: &str, counts: bool) -> Option<Arc<KeywordEffect>> {
+        // quick_cache looks up by an equivalent borrowed key only through
+        // its own trait; a short owned key costs one small allocation.
+        self.effects.as_ref()?.get(&(word.to_string(), counts))
+    }
+
+    fn insert(&self, word: &str, counts: bool, effect: Arc<KeywordEffect>) {
+        if let Some(effects) = &self.effects {
+            effects.insert((word.to_string(), counts), effect);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(keywords: &[&str], views: Option<Vec<View>>) -> SearchKey {
+        SearchKey {
+            keywords: keywords.iter().map(|w| w.to_string()).collect(),
+            limit: 20,
+            schema_detail: false,
+            tags: Vec::new(),
+            views,
+            budget: 60_000,
+        }
+    }
+
+    #[test]
+    fn keeps_and_returns_answers_by_whole_key() {
+        let cache = SearchCache::new(1 << 20);
+        cache.insert(key(&["list", "users"], None), "{\"total\":1}");
+        assert_eq!(
+            cache.get(&key(&["list", "users"], None)).as_deref(),
+            Some("{\"total\":1}")
+        );
+        // Another view of the same rules is another answer.
+        let hidden = Some(vec![View::Hidden]);
+        assert_eq!(cache.get(&key(&["list", "users"], hidden)), None);
+        let mut other_limit = key(&["list", "users"], None);
+        other_limit.limit = 5;
+        assert_eq!(cache.get(&other_limit), None);
+        assert_eq!(cache.len(), 1);
+        let figures = cache.figures();
+        assert_eq!((figures.hits, figures.misses), (1, 2));
+        assert!(figures.bytes > 11 && figures.bytes <= figures.capacity_bytes);
+    }
+
+    #[test]
+    fn zero_bytes_turns_it_off() {
+        let cache = SearchCache::new(0);
+        cache.insert(key(&["pets"], None), "{}");
+        assert_eq!(cache.get(&key(&["pets"], None)), None);
+        assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn stays_within_its_bytes() {
+        let cache = SearchCache::new(64 * 1024);
+        let page = "x".repeat(4_000);
+        for n in 0..200 {
+            cache.insert(key(&[&format!("word{n}")], None), &page);
+        }
+        assert!(cache.len() < 200, "{} answers held", cache.len());
+        assert!(cache.len() * 4_000 <= 64 * 1024, "{} answers", cache.len());
+    }
+}
