@@ -7,6 +7,17 @@
 //!     both as a correct 2026-07-28 client sends them (`_meta`,
 //!     `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`). Target: p50
 //!     search/discover ≤ 1.3.
+//!     search_tools here repeats five agent queries, so after the first
+//!     round each is answered from the search cache: the figure for an
+//!     agent (or many) asking what was asked before.
+//! (e) the same on a second Graph gateway with the search cache off
+//!     (`search_cache_bytes = 0`): every search_tools ranked anew, the
+//!     figure for a query nobody asked before (only the effects of the
+//!     catalog's commonest words, computed with the index, are ready).
+//! (f) on the gateway of (a), search_tools with a new query each time
+//!     (three common words and a limit, never repeated): the answer cache
+//!     never hits, the effects of the words, kept from earlier queries, do.
+//!     The figure for a new question in an agent's usual words.
 //! (b) on the shipped demo catalog, `invoke_tool get_order {"id": 1}`
 //!     against calling the demo backend directly (`GET /demo/orders/1` on
 //!     the same server). Target: p50 invoke/direct ≤ 1.25.
@@ -34,7 +45,7 @@
 //! - `HTTP_BENCH_CONCURRENCY` (default `1,16`): caller counts;
 //! - `HTTP_BENCH_MAX_SECS` (default 100): no new round starts after this;
 //! - `HTTP_BENCH_SERVER_THREADS` (default: the number of cores);
-//! - `HTTP_BENCH_ONLY` (`a`, `b`, `c`, `d` or a comma list such as `b,c,d`):
+//! - `HTTP_BENCH_ONLY` (`a` … `f` or a comma list such as `b,c,d`):
 //!   run only those comparisons (profiling).
 
 use futures_util::future::join_all;
@@ -59,6 +70,52 @@ const QUERIES: [&str; 5] = [
     "get drive item",
     "delete group member",
 ];
+
+/// Distinct searches made of common words (`list users groups`, limit 14
+/// to 21): 24,320 of them, more than a default run sends (~20,500), so none
+/// repeats and each is ranked once; the words recur, as an agent's do.
+fn new_queries(url: &str) -> Vec<Request> {
+    const VERBS: [&str; 8] = [
+        "list", "get", "create", "delete", "update", "find", "add", "remove",
+    ];
+    const NOUNS: [&str; 20] = [
+        "users",
+        "groups",
+        "messages",
+        "events",
+        "calendars",
+        "drives",
+        "items",
+        "members",
+        "files",
+        "folders",
+        "contacts",
+        "teams",
+        "channels",
+        "sites",
+        "plans",
+        "tasks",
+        "notes",
+        "photos",
+        "devices",
+        "apps",
+    ];
+    let mut requests = Vec::new();
+    for limit in 14..=21 {
+        for verb in VERBS {
+            for first in NOUNS {
+                for second in NOUNS.iter().filter(|n| **n != first) {
+                    requests.push(Request::modern(
+                        url,
+                        "tools/call",
+                        json!({"name": "search_tools", "arguments": {"query": format!("{verb} {first} {second}"), "limit": limit}}),
+                    ));
+                }
+            }
+        }
+    }
+    requests
+}
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -147,6 +204,20 @@ struct Workload {
     requests: Vec<Request>,
     /// What a correct answer must contain.
     expect: &'static str,
+    /// The next request to send, across phases and rounds (so a workload
+    /// of distinct requests does not repeat until all were sent).
+    next: Arc<AtomicUsize>,
+}
+
+impl Workload {
+    fn new(label: &'static str, requests: Vec<Request>, expect: &'static str) -> Workload {
+        Workload {
+            label,
+            requests,
+            expect,
+            next: Arc::new(AtomicUsize::new(0)),
+        }
+    }
 }
 
 /// Sends one request and reads the whole answer; checks it succeeded.
@@ -195,7 +266,8 @@ async fn phase(
             if i >= total {
                 break;
             }
-            let request = &workload.requests[i % workload.requests.len()];
+            let turn = workload.next.fetch_add(1, Ordering::Relaxed);
+            let request = &workload.requests[turn % workload.requests.len()];
             let sent = Instant::now();
             if let Err(why) = send(client, request, workload.expect).await {
                 panic!("{}: {why}", workload.label);
@@ -284,6 +356,7 @@ fn start_gateway(
     server: &tokio::runtime::Runtime,
     files: &[(&Path, &str)],
     demo_backend: bool,
+    search_cache_bytes: usize,
 ) -> Served {
     let dir = tempfile::tempdir().expect("temporary catalogs folder");
     for (from, name) in files {
@@ -295,6 +368,7 @@ fn start_gateway(
         listen: "127.0.0.1:0".parse().unwrap(),
         watch: WatchMode::Off,
         demo_backend,
+        search_cache_bytes,
         ..Settings::default()
     };
     let started = Instant::now();
@@ -366,7 +440,9 @@ async fn serve(gateway: Arc<Gateway>, listener: tokio::net::TcpListener) {
 
 /// Checks a workload's answers in full once, before measuring.
 async fn verify(client: &reqwest::Client, workload: &Workload) {
-    for request in &workload.requests {
+    // A workload of distinct requests is checked by its last few, which a
+    // run does not reach: they stay new to the gateway when measured.
+    for request in workload.requests.iter().rev().take(8) {
         let response = request.builder(client).send().await.unwrap();
         let status = response.status();
         let text = response.text().await.unwrap();
@@ -412,7 +488,9 @@ fn main() {
         .build()
         .unwrap();
     let graph_path = Path::new(REAL).join(GRAPH);
-    let graph = start_gateway(&server, &[(&graph_path, GRAPH)], false);
+    let default_cache = Settings::default().search_cache_bytes;
+    let graph = start_gateway(&server, &[(&graph_path, GRAPH)], false, default_cache);
+    let graph_uncached = start_gateway(&server, &[(&graph_path, GRAPH)], false, 0);
     let orders_yaml = Path::new(SHIPPED).join("orders.yaml");
     let orders_sidecar = Path::new(SHIPPED).join("orders.sezzlee.yaml");
     let orders = start_gateway(
@@ -422,53 +500,82 @@ fn main() {
             (&orders_sidecar, "orders.sezzlee.yaml"),
         ],
         true,
+        default_cache,
     );
 
     let proxy = start_bare_proxy(&server, format!("{}/demo/orders/1", orders.base));
     let graph_url = format!("{}{}", graph.base, graph.endpoint);
+    let uncached_url = format!("{}{}", graph_uncached.base, graph_uncached.endpoint);
+    let searches = |url: &str| -> Vec<Request> {
+        QUERIES
+            .iter()
+            .map(|q| {
+                Request::modern(
+                    url,
+                    "tools/call",
+                    json!({"name": "search_tools", "arguments": {"query": q}}),
+                )
+            })
+            .collect()
+    };
     let orders_url = format!("{}{}", orders.base, orders.endpoint);
     // (b)–(d) compare the same three workloads pairwise.
-    let direct = Workload {
-        label: "direct GET /demo/orders/1",
-        requests: vec![Request::get(format!("{}/demo/orders/1", orders.base))],
-        expect: "\"id\":1",
-    };
-    let proxied = Workload {
-        label: "bare proxy GET",
-        requests: vec![Request::get(format!("{proxy}/proxy"))],
-        expect: "\"id\":1",
-    };
-    let invoke = Workload {
-        label: "invoke_tool get_order",
-        requests: vec![Request::modern(
+    let direct = Workload::new(
+        "direct GET /demo/orders/1",
+        vec![Request::get(format!("{}/demo/orders/1", orders.base))],
+        "\"id\":1",
+    );
+    let proxied = Workload::new(
+        "bare proxy GET",
+        vec![Request::get(format!("{proxy}/proxy"))],
+        "\"id\":1",
+    );
+    let invoke = Workload::new(
+        "invoke_tool get_order",
+        vec![Request::modern(
             &orders_url,
             "tools/call",
             json!({"name": "invoke_tool", "arguments": {"name": "get_order", "arguments": {"id": 1}}}),
         )],
-        expect: "\"content\"",
-    };
+        "\"content\"",
+    );
     let comparisons = [
         Comparison {
             title: "(a) Graph: tools/call search_tools over server/discover",
-            baseline: Workload {
-                label: "server/discover",
-                requests: vec![Request::modern(&graph_url, "server/discover", json!({}))],
-                expect: "supportedVersions",
-            },
-            subject: Workload {
-                label: "search_tools",
-                requests: QUERIES
-                    .iter()
-                    .map(|q| {
-                        Request::modern(
-                            &graph_url,
-                            "tools/call",
-                            json!({"name": "search_tools", "arguments": {"query": q}}),
-                        )
-                    })
-                    .collect(),
-                expect: "\"content\"",
-            },
+            baseline: Workload::new(
+                "server/discover",
+                vec![Request::modern(&graph_url, "server/discover", json!({}))],
+                "supportedVersions",
+            ),
+            subject: Workload::new("search_tools", searches(&graph_url), "\"content\""),
+            target: Some(1.3),
+        },
+        Comparison {
+            title: "(e) Graph, search cache off: every search_tools ranked anew, over server/discover",
+            baseline: Workload::new(
+                "server/discover",
+                vec![Request::modern(&uncached_url, "server/discover", json!({}))],
+                "supportedVersions",
+            ),
+            subject: Workload::new(
+                "search_tools (ranked)",
+                searches(&uncached_url),
+                "\"content\"",
+            ),
+            target: Some(1.3),
+        },
+        Comparison {
+            title: "(f) Graph: new queries of known words (each search_tools asked once), over server/discover",
+            baseline: Workload::new(
+                "server/discover",
+                vec![Request::modern(&graph_url, "server/discover", json!({}))],
+                "supportedVersions",
+            ),
+            subject: Workload::new(
+                "search_tools (new query)",
+                new_queries(&graph_url),
+                "\"content\"",
+            ),
             target: Some(1.3),
         },
         Comparison {
