@@ -281,6 +281,8 @@ struct Keyword<'a> {
 #[derive(Clone, Default)]
 pub struct KeywordEffect {
     contribution: Vec<f32>,
+    /// 1 where the keyword matched and counts (added to the keyword count).
+    counted: Vec<u8>,
     resource: Vec<u8>,
     counts: bool,
 }
@@ -294,7 +296,7 @@ impl std::fmt::Debug for KeywordEffect {
 impl KeywordEffect {
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
-        self.contribution.len() * 4 + self.resource.len()
+        self.contribution.len() * 4 + self.counted.len() + self.resource.len()
     }
 }
 
@@ -630,10 +632,11 @@ fn best_matched(
     include: &impl Fn(usize) -> bool,
 ) -> Vec<usize> {
     if !scratch.scan_all {
-        let matched = std::mem::take(&mut scratch.matched);
-        let best = best_of(scratch, &matched, 0, resources, limit, include);
-        scratch.matched = matched;
-        return best;
+        let mut page = Page::new(limit, 0);
+        for &doc in &scratch.matched {
+            page.offer(scratch, doc as usize, resources, include);
+        }
+        return page.into_best();
     }
     // Every tool was settled densely: rather than offering all of them,
     // offer those matching enough keywords to make the page. Ranking is by
@@ -643,15 +646,11 @@ fn best_matched(
         .rev()
         .find(|&floor| at_least(&scratch.count, floor) >= limit)
         .unwrap_or(0);
-    let mut candidates = std::mem::take(&mut scratch.candidates);
-    gather(&scratch.count, &scratch.score, floor, &mut candidates);
-    let mut best = best_of(scratch, &candidates, floor, resources, limit, include);
+    let best = scan_all(scratch, floor, resources, limit, include);
     if best.len() < limit && floor > 0 {
         // `include` refused too many of them: offer every matched tool.
-        gather(&scratch.count, &scratch.score, 0, &mut candidates);
-        best = best_of(scratch, &candidates, 0, resources, limit, include);
+        return scan_all(scratch, 0, resources, limit, include);
     }
-    scratch.candidates = candidates;
     best
 }
 
@@ -667,71 +666,120 @@ fn at_least(counts: &[u8], floor: u8) -> usize {
         .sum()
 }
 
-/// The matched tools (score above 0) matching at least `floor` keywords,
-/// in index order, into `out`. Tools are tested sixteen at a time into a
-/// bit mask, and only the set bits are visited.
-fn gather(count: &[u8], score: &[f32], floor: u8, out: &mut Vec<u32>) {
-    const LANES: usize = 16;
-    out.clear();
-    out.reserve(count.len());
-    for (chunk, (counts, scores)) in count.chunks(LANES).zip(score.chunks(LANES)).enumerate() {
-        let mut mask = 0u32;
-        for (lane, (&count, &score)) in counts.iter().zip(scores).enumerate() {
-            mask |= u32::from((count >= floor) & (score > 0.0)) << lane;
-        }
-        let base = chunk * LANES;
-        while mask != 0 {
-            out.push((base + mask.trailing_zeros() as usize) as u32);
-            mask &= mask - 1;
-        }
-    }
-}
-
-/// The best `limit` of `docs` that `include` accepts, best first. The heap
-/// order is total, so the order of `docs` does not change the result.
-fn best_of(
+/// [`best_matched`] over every tool: offers the matched tools matching at
+/// least `floor` keywords, and fewer once the page is full of tools
+/// matching more. With a floor, eight keyword counts are tested at once
+/// (as the bytes of one word) and only the tools that pass are visited.
+fn scan_all(
     scratch: &Scratch,
-    docs: &[u32],
-    mut floor: u8,
+    floor: u8,
     resources: &[u8],
     limit: usize,
     include: &impl Fn(usize) -> bool,
 ) -> Vec<usize> {
-    let mut best: BinaryHeap<Candidate> = BinaryHeap::with_capacity(limit.min(1024) + 1);
-    for &doc in docs {
-        let index = doc as usize;
-        // Once the heap is full, a tool matching fewer keywords than its
-        // worst cannot enter: most tools of a broad query end here, cheaply.
-        let count = scratch.count[index];
-        if count < floor {
-            continue;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut page = Page::new(limit, floor);
+    if floor == 0 {
+        for doc in 0..scratch.count.len() {
+            if scratch.count[doc] >= page.floor && scratch.score[doc] > 0.0 {
+                page.offer(scratch, doc, resources, include);
+            }
         }
-        let total = resources.get(index).copied().unwrap_or(0);
+        return page.into_best();
+    }
+    let mut chunks = scratch.count.chunks_exact(8);
+    let mut base = 0;
+    for chunk in chunks.by_ref() {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        let counts = u64::from_le_bytes(bytes);
+        // A byte is at least the floor (1..=128) when its high bit is set
+        // or its low seven bits plus 128 − floor reach 128: no carry
+        // crosses into the next byte. (Above 128 this passes every byte
+        // from 128 on, more than needed; `offer` tests the count again.)
+        let step = 128u64.saturating_sub(u64::from(page.floor)) * ONES;
+        let mut reached = (((counts & !HIGH) + step) | counts) & HIGH;
+        while reached != 0 {
+            let doc = base + (reached.trailing_zeros() / 8) as usize;
+            page.offer(scratch, doc, resources, include);
+            reached &= reached - 1;
+        }
+        base += 8;
+    }
+    for (doc, &count) in (base..).zip(chunks.remainder()) {
+        if count >= page.floor {
+            page.offer(scratch, doc, resources, include);
+        }
+    }
+    page.into_best()
+}
+
+/// The best tools offered so far, at most `limit`, in a heap whose top is
+/// the worst; `include` is asked only about tools that would enter it. The
+/// heap order is total, so the order of the offers does not change the
+/// result.
+struct Page {
+    best: BinaryHeap<Candidate>,
+    limit: usize,
+    /// Tools matching fewer keywords are not offered (or are refused): once
+    /// the page is full, the worst one's count.
+    floor: u8,
+}
+
+impl Page {
+    fn new(limit: usize, floor: u8) -> Page {
+        Page {
+            best: BinaryHeap::with_capacity(limit.min(1024) + 1),
+            limit,
+            floor,
+        }
+    }
+
+    fn offer(
+        &mut self,
+        scratch: &Scratch,
+        doc: usize,
+        resources: &[u8],
+        include: &impl Fn(usize) -> bool,
+    ) {
+        // Once the page is full, a tool matching fewer keywords than its
+        // worst cannot enter: most tools of a broad query end here, cheaply.
+        let count = scratch.count[doc];
+        if count < self.floor {
+            return;
+        }
+        let total = resources.get(doc).copied().unwrap_or(0);
         let covered = if total == 0 {
             0.0
         } else {
-            f32::from(scratch.resource_hits[index].min(total)) / f32::from(total)
+            f32::from(scratch.resource_hits[doc].min(total)) / f32::from(total)
         };
         let candidate = Candidate {
-            doc,
+            doc: doc as u32,
             count,
-            score: scratch.score[index] * (1.0 + ROUTE_COVERAGE * covered),
+            score: scratch.score[doc] * (1.0 + ROUTE_COVERAGE * covered),
         };
-        let enters = best.len() < limit || best.peek().is_some_and(|worst| candidate < *worst);
-        if enters && include(index) {
-            best.push(candidate);
-            if best.len() > limit {
-                best.pop();
+        let enters = self.best.len() < self.limit
+            || self.best.peek().is_some_and(|worst| candidate < *worst);
+        if enters && include(doc) {
+            self.best.push(candidate);
+            if self.best.len() > self.limit {
+                self.best.pop();
             }
-            if best.len() >= limit {
-                floor = best.peek().map_or(0, |worst| worst.count);
+            if self.best.len() >= self.limit {
+                self.floor = self.best.peek().map_or(0, |worst| worst.count);
             }
         }
     }
-    best.into_sorted_vec()
-        .into_iter()
-        .map(|c| c.doc as usize)
-        .collect()
+
+    fn into_best(self) -> Vec<usize> {
+        self.best
+            .into_sorted_vec()
+            .into_iter()
+            .map(|c| c.doc as usize)
+            .collect()
+    }
 }
 
 /// A matched tool while selecting the best ones. Ordered best first: more
@@ -808,8 +856,6 @@ struct Scratch {
     scan_all: bool,
     /// Keywords that count so far (an upper bound of any tool's count).
     keywords: u8,
-    /// Reused by [`best_matched`].
-    candidates: Vec<u32>,
     /// The last densely settled keyword's effect ([`Scratch::settle_dense`]).
     effect: KeywordEffect,
     /// Tools the current keyword touched, in the order first touched.
@@ -919,14 +965,20 @@ impl Scratch {
         let increment = u8::from(counts);
         let effect = &mut self.effect;
         effect.counts = counts;
+        effect.counted.clear();
+        effect.counted.extend(
+            self.frequency
+                .iter()
+                .map(|frequency| u8::from(*frequency > 0.0) & increment),
+        );
         effect.resource.clear();
-        effect
-            .resource
-            .extend(self.frequency.iter().zip(self.resource_now.iter_mut()).map(
-                |(frequency, resource)| {
-                    u8::from(*frequency > 0.0) & increment & std::mem::take(resource)
-                },
-            ));
+        effect.resource.extend(
+            effect
+                .counted
+                .iter()
+                .zip(self.resource_now.iter_mut())
+                .map(|(counted, resource)| counted & std::mem::take(resource)),
+        );
         effect.contribution.clear();
         effect.contribution.extend(
             self.frequency
@@ -939,19 +991,18 @@ impl Scratch {
     /// to the keyword count where it matched (when it counts) and to the
     /// resource hits. The matched list is no longer kept after this.
     fn apply(&mut self, effect: &KeywordEffect) {
-        let increment = u8::from(effect.counts);
-        for ((score, count), (hits, (contribution, resource))) in
-            self.score.iter_mut().zip(self.count.iter_mut()).zip(
-                self.resource_hits
-                    .iter_mut()
-                    .zip(effect.contribution.iter().zip(effect.resource.iter())),
-            )
-        {
+        // Three plain loops, each over two arrays of one type, rather than
+        // one over six: each becomes straight vector additions.
+        for (score, contribution) in self.score.iter_mut().zip(&effect.contribution) {
             *score += *contribution;
-            *count = count.saturating_add(u8::from(*contribution > 0.0) & increment);
+        }
+        for (count, counted) in self.count.iter_mut().zip(&effect.counted) {
+            *count = count.saturating_add(*counted);
+        }
+        for (hits, resource) in self.resource_hits.iter_mut().zip(&effect.resource) {
             *hits = hits.saturating_add(*resource);
         }
-        self.keywords = self.keywords.saturating_add(increment);
+        self.keywords = self.keywords.saturating_add(u8::from(effect.counts));
         self.scan_all = true;
     }
 
