@@ -46,7 +46,10 @@
 //! - `HTTP_BENCH_MAX_SECS` (default 100): no new round starts after this;
 //! - `HTTP_BENCH_SERVER_THREADS` (default: the number of cores);
 //! - `HTTP_BENCH_ONLY` (`a` … `f` or a comma list such as `b,c,d`):
-//!   run only those comparisons (profiling).
+//!   run only those comparisons (profiling);
+//! - `HTTP_BENCH_SEARCH_LIMIT` (default: none, search_tools' own 10): the
+//!   `limit` of the searches of (a) and (e); 1 separates the cost of
+//!   ranking from that of a page's bytes.
 
 use futures_util::future::join_all;
 use serde_json::{Value, json};
@@ -506,14 +509,23 @@ fn main() {
     let proxy = start_bare_proxy(&server, format!("{}/demo/orders/1", orders.base));
     let graph_url = format!("{}{}", graph.base, graph.endpoint);
     let uncached_url = format!("{}{}", graph_uncached.base, graph_uncached.endpoint);
+    // HTTP_BENCH_SEARCH_LIMIT: a `limit` for the searches of (a) and (e),
+    // to tell the cost of ranking from that of the answer's bytes.
+    let search_limit = std::env::var("HTTP_BENCH_SEARCH_LIMIT")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
     let searches = |url: &str| -> Vec<Request> {
         QUERIES
             .iter()
             .map(|q| {
+                let mut arguments = json!({"query": q});
+                if let Some(limit) = search_limit {
+                    arguments["limit"] = json!(limit);
+                }
                 Request::modern(
                     url,
                     "tools/call",
-                    json!({"name": "search_tools", "arguments": {"query": q}}),
+                    json!({"name": "search_tools", "arguments": arguments}),
                 )
             })
             .collect()

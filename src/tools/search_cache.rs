@@ -8,7 +8,7 @@
 //! here. A new query is mostly made of words asked before (`list`, `get`,
 //! `users`), and a common word is the expensive part of ranking (with its
 //! synonyms it reaches thousands of tools), so what each common keyword
-//! does to the scores ([`KeywordEffect`], one number per tool) is kept too,
+//! does to the scores ([`KeywordEffect`], a score and two bytes per tool) is kept too,
 //! for the words beyond the commonest ones the index computed itself: the
 //! next query using it adds it in one pass, with the same result.
 //!
