@@ -23,11 +23,3 @@ pub mod store;
 pub mod token;
 pub mod tools;
 pub mod visibility;
-
-/// The allocator of every sezzlee process (server, tests and benches, so
-/// what is measured is what runs). glibc's malloc spent a sixth of the
-/// gateway's CPU under concurrent search_tools load (free-list
-/// consolidation and cross-thread frees of answer buffers); mimalloc's
-/// thread-local heaps do not.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -198,8 +198,22 @@ async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
 
 /// A JSON response with its status.
 pub fn json_response(status: StatusCode, body: &Value) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut bytes = Vec::with_capacity(response_capacity(body));
+    if serde_json::to_writer(&mut bytes, body).is_err() {
+        bytes.clear();
+    }
     (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
+}
+
+/// Room for a response body in one allocation rather than a doubling
+/// series (each large one makes glibc malloc consolidate its free lists):
+/// a tool result's text block, escaped, and the rest of the envelope.
+fn response_capacity(body: &Value) -> usize {
+    let text = body
+        .pointer("/result/content/0/text")
+        .and_then(Value::as_str)
+        .map_or(0, str::len);
+    1024 + text + text / 4
 }
 
 fn sse_response(subscription: super::listen::Subscription) -> Response {

@@ -151,7 +151,14 @@ fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnsw
     };
     // The page is assembled from text: cards were serialised once per
     // catalog; only a schema-detail result is serialised here.
-    let mut text = String::with_capacity(64 + ranked.len() * 320);
+    // Sized once (cards' lengths are known), not grown: with glibc malloc
+    // every large allocation consolidates its free lists.
+    let cards_len: usize = if request.schema_detail {
+        ranked.len() * 1024
+    } else {
+        ranked.iter().map(|&i| prepared.cards[i].len() + 32).sum()
+    };
+    let mut text = String::with_capacity(256 + cards_len);
     text.push_str("{\"total\":");
     text.push_str(&total.to_string());
     if !vocabulary.is_empty() && vocabulary.len() <= MAX_VOCABULARY {
