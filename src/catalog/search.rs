@@ -244,9 +244,9 @@ const SHARED_SHARE: f32 = 0.5;
 const SHARED_MIN_ROUTES: usize = 4;
 
 /// How many of a catalog's commonest words get their effect computed with
-/// the index: 5 bytes per tool each, so about 7 MB for Microsoft Graph
-/// (11k tools), 2% of what its gateway holds, for a few milliseconds of
-/// build time.
+/// the index: 6 bytes per tool each, so about 9 MB for Microsoft Graph
+/// (11k tools), a few percent of what its gateway holds, for a few
+/// milliseconds of build time.
 const COMMON_WORDS: usize = 128;
 
 /// Effects collected while the index computes its common words.
@@ -956,10 +956,10 @@ impl Scratch {
 
     /// [`Scratch::settle`] after [`Scratch::add_dense`], as the keyword's
     /// [`KeywordEffect`] on every tool, into `self.effect` (to
-    /// [`Scratch::apply`]); clears the frequencies. Passes over every tool without branches: an untouched
-    /// tool goes through the same arithmetic (its frequency is 0, so its
-    /// contribution is exactly 0), which lets them run as vector
-    /// instructions.
+    /// [`Scratch::apply`]); clears the frequencies. Passes over every tool
+    /// without branches: an untouched tool goes through the same arithmetic
+    /// (its frequency is 0, so its contribution is exactly 0), which lets
+    /// them run as vector instructions.
     fn settle_dense(&mut self, docs: usize, df: usize, counts: bool) {
         let idf = idf(docs, df);
         let increment = u8::from(counts);

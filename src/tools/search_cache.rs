@@ -8,9 +8,10 @@
 //! here. A new query is mostly made of words asked before (`list`, `get`,
 //! `users`), and a common word is the expensive part of ranking (with its
 //! synonyms it reaches thousands of tools), so what each common keyword
-//! does to the scores ([`KeywordEffect`], a score and two bytes per tool) is kept too,
-//! for the words beyond the commonest ones the index computed itself: the
-//! next query using it adds it in one pass, with the same result.
+//! does to the scores ([`KeywordEffect`], a score and two bytes per tool)
+//! is kept too, for the words beyond the commonest ones the index computed
+//! itself: the next query using it adds it in one pass, with the same
+//! result.
 //!
 //! Safety of reuse rests on two rules:
 //! - the cache belongs to one [`crate::store::Served`] snapshot, so a reload
@@ -28,8 +29,9 @@
 
 use crate::catalog::search::{KeywordEffect, KeywordEffects};
 use crate::visibility::View;
-use quick_cache::Weighter;
 use quick_cache::sync::Cache;
+use quick_cache::{Equivalent, Weighter};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -76,12 +78,34 @@ impl Weighter<SearchKey, Arc<str>> for ByBytes {
     }
 }
 
+/// A keyword effect's key: the word, and whether it counts as a matched
+/// keyword (a stopword's does only in a query of stopwords).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct EffectKey(String, bool);
+
+/// [`EffectKey`] borrowed, to look up without allocating: it hashes as the
+/// owned key does (the string's bytes, then the flag).
+struct EffectKeyRef<'a>(&'a str, bool);
+
+impl Hash for EffectKeyRef<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+        self.1.hash(state);
+    }
+}
+
+impl Equivalent<EffectKey> for EffectKeyRef<'_> {
+    fn equivalent(&self, key: &EffectKey) -> bool {
+        self.0 == key.0 && self.1 == key.1
+    }
+}
+
 /// Weighs a keyword effect by its size.
 #[derive(Clone)]
 struct EffectBytes;
 
-impl Weighter<(String, bool), Arc<KeywordEffect>> for EffectBytes {
-    fn weight(&self, key: &(String, bool), effect: &Arc<KeywordEffect>) -> u64 {
+impl Weighter<EffectKey, Arc<KeywordEffect>> for EffectBytes {
+    fn weight(&self, key: &EffectKey, effect: &Arc<KeywordEffect>) -> u64 {
         (key.0.len() + 32 + effect.bytes()) as u64
     }
 }
@@ -89,7 +113,7 @@ impl Weighter<(String, bool), Arc<KeywordEffect>> for EffectBytes {
 /// Answers and keyword effects of one snapshot, bounded in bytes.
 pub struct SearchCache {
     answers: Option<Cache<SearchKey, Arc<str>, ByBytes>>,
-    effects: Option<Cache<(String, bool), Arc<KeywordEffect>, EffectBytes>>,
+    effects: Option<Cache<EffectKey, Arc<KeywordEffect>, EffectBytes>>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -100,7 +124,7 @@ pub struct CacheFigures {
     pub answers: usize,
     /// Common keywords whose effect is kept.
     pub keywords: usize,
-    /// Weight held: answer text and keys, in bytes.
+    /// Weight held: answers with their keys, and keyword effects, in bytes.
     pub bytes: u64,
     pub capacity_bytes: u64,
     pub hits: u64,
@@ -179,14 +203,12 @@ impl KeywordEffects for SearchCache {
     }
 
     fn get(&self, word: &str, counts: bool) -> Option<Arc<KeywordEffect>> {
-        // quick_cache looks up by an equivalent borrowed key only through
-        // its own trait; a short owned key costs one small allocation.
-        self.effects.as_ref()?.get(&(word.to_string(), counts))
+        self.effects.as_ref()?.get(&EffectKeyRef(word, counts))
     }
 
     fn insert(&self, word: &str, counts: bool, effect: Arc<KeywordEffect>) {
         if let Some(effects) = &self.effects {
-            effects.insert((word.to_string(), counts), effect);
+            effects.insert(EffectKey(word.to_string(), counts), effect);
         }
     }
 }
@@ -224,6 +246,18 @@ mod tests {
         let figures = cache.figures();
         assert_eq!((figures.hits, figures.misses), (1, 2));
         assert!(figures.bytes > 11 && figures.bytes <= figures.capacity_bytes);
+    }
+
+    #[test]
+    fn keyword_effects_are_found_by_word_and_flag() {
+        let cache = SearchCache::new(1 << 20);
+        let effect = Arc::new(KeywordEffect::default());
+        KeywordEffects::insert(&cache, "users", true, effect.clone());
+        let found = KeywordEffects::get(&cache, "users", true);
+        assert!(found.is_some_and(|f| Arc::ptr_eq(&f, &effect)));
+        assert!(KeywordEffects::get(&cache, "users", false).is_none());
+        assert!(KeywordEffects::get(&cache, "user", true).is_none());
+        assert_eq!(cache.figures().keywords, 1);
     }
 
     #[test]
