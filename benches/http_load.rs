@@ -47,7 +47,7 @@
 //! - `HTTP_BENCH_SERVER_THREADS` (default: the number of cores);
 //! - `HTTP_BENCH_ONLY` (`a` … `f` or a comma list such as `b,c,d`):
 //!   run only those comparisons (profiling);
-//! - `HTTP_BENCH_SEARCH_LIMIT` (default: none, search_tools' own 10): the
+//! - `HTTP_BENCH_SEARCH_LIMIT` (default: none, search_tools' own 20): the
 //!   `limit` of the searches of (a) and (e); 1 separates the cost of
 //!   ranking from that of a page's bytes.
 

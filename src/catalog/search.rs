@@ -417,7 +417,7 @@ impl SearchIndex {
             if let Some(effect) =
                 common.or_else(|| effects.and_then(|kept| kept.get(word, keyword.counts)))
             {
-                scratch.apply(&effect);
+                scratch.apply(effect);
             } else if stopword {
                 self.score_stopword(&keyword, scratch);
             } else {
@@ -505,15 +505,13 @@ impl SearchIndex {
             } else {
                 all_tools
             };
-            // Settled into the scratch's own buffers (no allocation), copied
-            // out only to be kept.
-            scratch.settle_dense(self.doc_count, df, counts);
-            let effect = std::mem::take(&mut scratch.effect);
-            scratch.apply(&effect);
+            // Settled into a reused buffer when nobody keeps it; kept, it
+            // is shared, not copied.
+            let effect = Arc::new(scratch.settle_dense(self.doc_count, df, counts));
             if let Some(kept) = keyword.effects.filter(|kept| kept.keeps()) {
-                kept.insert(keyword.word, counts, Arc::new(effect.clone()));
+                kept.insert(keyword.word, counts, Arc::clone(&effect));
             }
-            scratch.effect = effect;
+            scratch.apply(effect);
         }
     }
 
@@ -631,10 +629,12 @@ fn best_matched(
     limit: usize,
     include: &impl Fn(usize) -> bool,
 ) -> Vec<usize> {
-    if !scratch.scan_all {
+    if scratch.effects.is_empty() {
         let mut page = Page::new(limit, 0);
         for &doc in &scratch.matched {
-            page.offer(scratch, doc as usize, resources, include);
+            let doc = doc as usize;
+            let score = scratch.final_score(doc, resources);
+            page.offer(doc, scratch.count[doc], score, include);
         }
         return page.into_best();
     }
@@ -668,8 +668,10 @@ fn at_least(counts: &[u8], floor: u8) -> usize {
 
 /// [`best_matched`] over every tool: offers the matched tools matching at
 /// least `floor` keywords, and fewer once the page is full of tools
-/// matching more. With a floor, eight keyword counts are tested at once
-/// (as the bytes of one word) and only the tools that pass are visited.
+/// matching more. Tools go eight at a time: their keyword counts are
+/// tested at once (as the bytes of one word), and the final scores of the
+/// eight are computed together from contiguous arrays (vector
+/// instructions) only when one of them could enter the page.
 fn scan_all(
     scratch: &Scratch,
     floor: u8,
@@ -680,39 +682,73 @@ fn scan_all(
     const HIGH: u64 = 0x8080_8080_8080_8080;
     const ONES: u64 = 0x0101_0101_0101_0101;
     let mut page = Page::new(limit, floor);
-    if floor == 0 {
-        for doc in 0..scratch.count.len() {
-            if scratch.count[doc] >= page.floor && scratch.score[doc] > 0.0 {
-                page.offer(scratch, doc, resources, include);
-            }
-        }
-        return page.into_best();
-    }
-    let mut chunks = scratch.count.chunks_exact(8);
+    let docs = scratch.count.len();
     let mut base = 0;
-    for chunk in chunks.by_ref() {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(chunk);
-        let counts = u64::from_le_bytes(bytes);
+    while base + LANES <= docs {
+        let counts: [u8; LANES] = lanes(&scratch.count, base);
+        let word = u64::from_le_bytes(counts);
         // A byte is at least the floor (1..=128) when its high bit is set
         // or its low seven bits plus 128 − floor reach 128: no carry
         // crosses into the next byte. (Above 128 this passes every byte
-        // from 128 on, more than needed; `offer` tests the count again.)
-        let step = 128u64.saturating_sub(u64::from(page.floor)) * ONES;
-        let mut reached = (((counts & !HIGH) + step) | counts) & HIGH;
-        while reached != 0 {
-            let doc = base + (reached.trailing_zeros() / 8) as usize;
-            page.offer(scratch, doc, resources, include);
-            reached &= reached - 1;
+        // from 128 on, more than needed; the count is tested again.)
+        let mut reached = if page.floor == 0 {
+            HIGH
+        } else {
+            let step = 128u64.saturating_sub(u64::from(page.floor)) * ONES;
+            (((word & !HIGH) + step) | word) & HIGH
+        };
+        if reached != 0 {
+            let scores = scratch.final_scores(base, resources);
+            if let Some(worst) = page.worst() {
+                // Tools come in index order, so one that only ties the
+                // worst (a lower index) cannot take its place.
+                let mut beats = 0u64;
+                for lane in 0..LANES {
+                    let better = counts[lane] > worst.count
+                        || (counts[lane] == worst.count && scores[lane] > worst.score);
+                    beats |= u64::from(better) << (lane * 8 + 7);
+                }
+                reached &= beats;
+            }
+            while reached != 0 {
+                let lane = (reached.trailing_zeros() / 8) as usize;
+                // A score of 0 is an unmatched tool (with a floor of 0).
+                if scores[lane] > 0.0 {
+                    page.offer(base + lane, counts[lane], scores[lane], include);
+                }
+                reached &= reached - 1;
+            }
         }
-        base += 8;
+        base += LANES;
     }
-    for (doc, &count) in (base..).zip(chunks.remainder()) {
-        if count >= page.floor {
-            page.offer(scratch, doc, resources, include);
+    for doc in base..docs {
+        let score = scratch.final_score(doc, resources);
+        if score > 0.0 {
+            page.offer(doc, scratch.count[doc], score, include);
         }
     }
     page.into_best()
+}
+
+/// Tools scored together by [`Scratch::final_scores`].
+const LANES: usize = 8;
+
+/// `values[base..base + N]` as an array (zeros past the end).
+fn lanes<T: Copy + Default, const N: usize>(values: &[T], base: usize) -> [T; N] {
+    values
+        .get(base..base + N)
+        .and_then(|slice| <[T; N]>::try_from(slice).ok())
+        .unwrap_or([T::default(); N])
+}
+
+/// The ranking score: the keywords' BM25F sum lifted by route coverage
+/// (see [`ROUTE_COVERAGE`]). `routes` is the tool's count of resource
+/// segments, `hits` the keywords that matched one (both whole numbers); a
+/// tool with none is not lifted (0 / 1).
+#[inline]
+fn lifted(score: f32, hits: f32, routes: f32) -> f32 {
+    let covered = hits.min(routes) / routes.max(1.0);
+    score * (1.0 + ROUTE_COVERAGE * covered)
 }
 
 /// The best tools offered so far, at most `limit`, in a heap whose top is
@@ -736,41 +772,39 @@ impl Page {
         }
     }
 
-    fn offer(
-        &mut self,
-        scratch: &Scratch,
-        doc: usize,
-        resources: &[u8],
-        include: &impl Fn(usize) -> bool,
-    ) {
+    /// Offers a tool with its keyword count and final score.
+    fn offer(&mut self, doc: usize, count: u8, score: f32, include: &impl Fn(usize) -> bool) {
         // Once the page is full, a tool matching fewer keywords than its
         // worst cannot enter: most tools of a broad query end here, cheaply.
-        let count = scratch.count[doc];
         if count < self.floor {
             return;
         }
-        let total = resources.get(doc).copied().unwrap_or(0);
-        let covered = if total == 0 {
-            0.0
-        } else {
-            f32::from(scratch.resource_hits[doc].min(total)) / f32::from(total)
-        };
         let candidate = Candidate {
             doc: doc as u32,
             count,
-            score: scratch.score[doc] * (1.0 + ROUTE_COVERAGE * covered),
+            score,
         };
         let enters = self.best.len() < self.limit
             || self.best.peek().is_some_and(|worst| candidate < *worst);
         if enters && include(doc) {
-            self.best.push(candidate);
-            if self.best.len() > self.limit {
-                self.best.pop();
+            if self.best.len() < self.limit {
+                self.best.push(candidate);
+            } else if let Some(mut worst) = self.best.peek_mut() {
+                // One sift down, rather than a push and a pop.
+                *worst = candidate;
             }
             if self.best.len() >= self.limit {
                 self.floor = self.best.peek().map_or(0, |worst| worst.count);
             }
         }
+    }
+
+    /// The page's worst tool, once the page is full.
+    fn worst(&self) -> Option<Candidate> {
+        self.best
+            .peek()
+            .copied()
+            .filter(|_| self.best.len() >= self.limit)
     }
 
     fn into_best(self) -> Vec<usize> {
@@ -836,34 +870,46 @@ fn with_scratch<R>(docs: usize, f: impl FnOnce(&mut Scratch) -> R) -> R {
 /// that a pass over every tool ([`Scratch::settle_dense`]) runs on
 /// contiguous numbers the compiler turns into vector instructions. Between
 /// queries every entry is zero; a query cleans up only what it touched.
+///
+/// A keyword settled over every tool is not added to the scores: its
+/// [`KeywordEffect`] is kept aside (`effects`) and only its keyword counts
+/// are added, since the page is chosen by count first. A tool's whole
+/// score is then summed ([`Scratch::total_score`]) only for the few tools
+/// that could make the page, instead of passing over every tool's score
+/// once per common keyword and again to clear it.
 #[derive(Default)]
 struct Scratch {
-    /// Total score so far; zero when unmatched.
+    /// Score from the keywords settled tool by tool; zero when none matched.
     score: Vec<f32>,
     /// The current keyword's weighted frequency.
     frequency: Vec<f32>,
-    /// Distinct keywords matched.
+    /// Distinct keywords matched (all of them, effects included).
     count: Vec<u8>,
     /// 1 when the current keyword matched one of the tool's resource
     /// segments.
     resource_now: Vec<u8>,
-    /// Keywords that matched one of its resource segments.
+    /// Keywords settled tool by tool that matched one of its resource
+    /// segments.
     resource_hits: Vec<u8>,
-    /// Tools with a non-zero score, in the order first matched; kept only
-    /// until a keyword settles densely, after which every tool is scanned
-    /// instead (`scan_all`).
+    /// Tools given a score by a keyword settled tool by tool, in the order
+    /// first matched.
     matched: Vec<u32>,
-    scan_all: bool,
+    /// Effects of the keywords settled over every tool, in query order; when
+    /// there are any, every tool is a candidate (`scan_all`).
+    effects: Vec<Arc<KeywordEffect>>,
+    /// Effect buffers of finished queries nobody kept, to settle into again.
+    spare: Vec<KeywordEffect>,
     /// Keywords that count so far (an upper bound of any tool's count).
     keywords: u8,
-    /// The last densely settled keyword's effect ([`Scratch::settle_dense`]).
-    effect: KeywordEffect,
     /// Tools the current keyword touched, in the order first touched.
     touched: Vec<u32>,
     /// Set while a query runs: still set when the next one starts means the
     /// last was interrupted (a panic in `include`), so all is cleared.
     busy: bool,
 }
+
+/// Effect buffers a thread keeps for reuse (about 6 bytes per tool each).
+const SPARE_EFFECTS: usize = 2;
 
 impl Scratch {
     fn run<R>(&mut self, docs: usize, f: impl FnOnce(&mut Scratch) -> R) -> R {
@@ -882,11 +928,14 @@ impl Scratch {
         // Put back what the query touched (frequencies and resource_now are
         // zero again once a keyword settles): one by one when it is little,
         // a plain fill (sequential, far cheaper per tool) when it is much.
-        if self.scan_all || self.matched.len() > docs / 16 {
+        if self.matched.len() > docs / 16 {
             self.score.fill(0.0);
             self.count.fill(0);
             self.resource_hits.fill(0);
         } else {
+            if !self.effects.is_empty() {
+                self.count.fill(0);
+            }
             for &doc in &self.matched {
                 let doc = doc as usize;
                 self.score[doc] = 0.0;
@@ -895,7 +944,13 @@ impl Scratch {
             }
         }
         self.matched.clear();
-        self.scan_all = false;
+        for effect in self.effects.drain(..) {
+            if let Ok(effect) = Arc::try_unwrap(effect)
+                && self.spare.len() < SPARE_EFFECTS
+            {
+                self.spare.push(effect);
+            }
+        }
         self.keywords = 0;
         self.busy = false;
         result
@@ -940,7 +995,7 @@ impl Scratch {
         self.keywords = self.keywords.saturating_add(u8::from(counts));
         for &doc in &self.touched {
             let doc = doc as usize;
-            if self.score[doc] == 0.0 && !self.scan_all {
+            if self.score[doc] == 0.0 {
                 self.matched.push(doc as u32);
             }
             let tf = std::mem::take(&mut self.frequency[doc]);
@@ -955,15 +1010,15 @@ impl Scratch {
     }
 
     /// [`Scratch::settle`] after [`Scratch::add_dense`], as the keyword's
-    /// [`KeywordEffect`] on every tool, into `self.effect` (to
-    /// [`Scratch::apply`]); clears the frequencies. Passes over every tool
-    /// without branches: an untouched tool goes through the same arithmetic
-    /// (its frequency is 0, so its contribution is exactly 0), which lets
-    /// them run as vector instructions.
-    fn settle_dense(&mut self, docs: usize, df: usize, counts: bool) {
+    /// [`KeywordEffect`] on every tool (to [`Scratch::apply`]); clears the
+    /// frequencies. Passes over every tool without branches: an untouched
+    /// tool goes through the same arithmetic (its frequency is 0, so its
+    /// contribution is exactly 0), which lets them run as vector
+    /// instructions.
+    fn settle_dense(&mut self, docs: usize, df: usize, counts: bool) -> KeywordEffect {
         let idf = idf(docs, df);
         let increment = u8::from(counts);
-        let effect = &mut self.effect;
+        let mut effect = self.spare.pop().unwrap_or_default();
         effect.counts = counts;
         effect.counted.clear();
         effect.counted.extend(
@@ -985,29 +1040,93 @@ impl Scratch {
                 .iter_mut()
                 .map(|frequency| bm25(idf, std::mem::take(frequency))),
         );
+        effect
     }
 
-    /// Adds a settled keyword to every tool: its contribution to the score,
-    /// to the keyword count where it matched (when it counts) and to the
-    /// resource hits. The matched list is no longer kept after this.
-    fn apply(&mut self, effect: &KeywordEffect) {
-        // Three plain loops, each over two arrays of one type, rather than
-        // one over six: each becomes straight vector additions.
-        for (score, contribution) in self.score.iter_mut().zip(&effect.contribution) {
-            *score += *contribution;
-        }
+    /// Adds a settled keyword: to every tool's keyword count where it
+    /// matched (when it counts) now, in one vectorised pass; to the scores
+    /// and resource hits of the tools that are asked about
+    /// ([`Scratch::total_score`]).
+    fn apply(&mut self, effect: Arc<KeywordEffect>) {
         for (count, counted) in self.count.iter_mut().zip(&effect.counted) {
             *count = count.saturating_add(*counted);
         }
-        for (hits, resource) in self.resource_hits.iter_mut().zip(&effect.resource) {
-            *hits = hits.saturating_add(*resource);
-        }
         self.keywords = self.keywords.saturating_add(u8::from(effect.counts));
-        self.scan_all = true;
+        self.effects.push(effect);
+    }
+
+    /// A tool's score: what the keywords settled tool by tool gave it, then
+    /// each effect's contribution in query order.
+    fn total_score(&self, doc: usize) -> f32 {
+        let mut score = self.score.get(doc).copied().unwrap_or(0.0);
+        for effect in &self.effects {
+            score += effect.contribution.get(doc).copied().unwrap_or(0.0);
+        }
+        score
+    }
+
+    /// How many counted keywords matched one of a tool's resource segments.
+    fn total_resource_hits(&self, doc: usize) -> u8 {
+        let mut hits = self.resource_hits.get(doc).copied().unwrap_or(0);
+        for effect in &self.effects {
+            hits = hits.saturating_add(effect.resource.get(doc).copied().unwrap_or(0));
+        }
+        hits
+    }
+
+    /// A tool's ranking score ([`lifted`]).
+    fn final_score(&self, doc: usize, resources: &[u8]) -> f32 {
+        let routes = resources.get(doc).copied().unwrap_or(0);
+        lifted(
+            self.total_score(doc),
+            f32::from(self.total_resource_hits(doc)),
+            f32::from(routes),
+        )
+    }
+
+    /// [`Scratch::final_score`] of the [`LANES`] tools from `base`, with
+    /// the same arithmetic in the same order, each step on all of them at
+    /// once (resource hits summed as floats: small whole numbers, exact).
+    fn final_scores(&self, base: usize, resources: &[u8]) -> [f32; LANES] {
+        let span = base..base + LANES;
+        let mut total = [0.0f32; LANES];
+        let mut hits = [0.0f32; LANES];
+        if let (Some(score), Some(resource_hits)) = (
+            self.score.get(span.clone()),
+            self.resource_hits.get(span.clone()),
+        ) {
+            for lane in 0..LANES {
+                total[lane] = score[lane];
+                hits[lane] = f32::from(resource_hits[lane]);
+            }
+        }
+        for effect in &self.effects {
+            let (Some(contribution), Some(resource)) = (
+                effect.contribution.get(span.clone()),
+                effect.resource.get(span.clone()),
+            ) else {
+                continue;
+            };
+            for lane in 0..LANES {
+                total[lane] += contribution[lane];
+                hits[lane] += f32::from(resource[lane]);
+            }
+        }
+        let mut routes = [0.0f32; LANES];
+        if let Some(counted) = resources.get(span) {
+            for lane in 0..LANES {
+                routes[lane] = f32::from(counted[lane]);
+            }
+        }
+        let mut scores = [0.0; LANES];
+        for lane in 0..LANES {
+            scores[lane] = lifted(total[lane], hits[lane], routes[lane]);
+        }
+        scores
     }
 
     fn is_matched(&self, doc: usize) -> bool {
-        self.score.get(doc).is_some_and(|s| *s > 0.0)
+        self.total_score(doc) > 0.0
     }
 }
 
@@ -1695,7 +1814,8 @@ mod tests {
     /// The page of any `limit` and `include` is the head of the full
     /// ranking, filtered: whatever shortcuts the selection takes (a keyword
     /// count floor, offering only tools above it, starting again when
-    /// `include` refuses too many), they never change the answer.
+    /// `include` refuses too many), they never change the answer. 245 tools:
+    /// the last five are scored apart from the groups of eight.
     #[test]
     fn pages_are_heads_of_the_full_ranking() {
         const WORDS: [&str; 12] = [
@@ -1707,7 +1827,7 @@ mod tests {
             state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
             (state >> 16) as usize % n
         };
-        let names: Vec<&'static str> = (0..240)
+        let names: Vec<&'static str> = (0..245)
             .map(|i| {
                 let words: Vec<&str> = (0..2 + next(3)).map(|_| WORDS[next(WORDS.len())]).collect();
                 &*Box::leak(format!("{}_{i}", words.join("_")).into_boxed_str())
@@ -1778,6 +1898,33 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    /// Tools scored eight at a time get exactly the score each gets alone
+    /// (the same operations in the same order), bit for bit.
+    #[test]
+    fn scores_in_groups_of_eight_equal_scores_one_by_one() {
+        let tools = common_word_tools(93);
+        let idx = index(&tools);
+        for query in [
+            "list users",
+            "get group member mail",
+            "the user",
+            "returns items",
+        ] {
+            let words = query_keywords(query);
+            with_scratch(idx.doc_count, |scratch| {
+                idx.score_query(&words, None, scratch);
+                assert!(!scratch.effects.is_empty(), "{query}: no common word");
+                for base in (0..idx.doc_count - LANES).step_by(LANES) {
+                    let together = scratch.final_scores(base, &idx.resources);
+                    for (lane, score) in together.iter().enumerate() {
+                        let alone = scratch.final_score(base + lane, &idx.resources);
+                        assert_eq!(score.to_bits(), alone.to_bits(), "{query}: {}", base + lane);
+                    }
+                }
+            });
+        }
     }
 
     #[test]
