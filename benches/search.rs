@@ -75,7 +75,7 @@ fn load_graph() -> Served {
 }
 
 /// The whole in-process path of one `search_tools` call: argument
-/// coercion, ranking, cards, budget check, and the text block the
+/// coercion, ranking, cards, budget check, and the response body the
 /// endpoint sends.
 fn call(context: &Context, arguments: &Value) -> usize {
     let answer = search::run(context, arguments);
@@ -85,7 +85,11 @@ fn call(context: &Context, arguments: &Value) -> usize {
         answer.code()
     );
     let result = sezzlee::mcp::call_tool_result(answer);
-    result.len()
+    let mut response = Vec::with_capacity(result.response_len());
+    result
+        .write_response(&Value::from(1), &mut response)
+        .expect("a tool result is always written");
+    response.len()
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

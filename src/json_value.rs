@@ -3,6 +3,19 @@
 
 use serde_json::Value;
 
+/// Appends `text` as the inside of a JSON string (escaped, no quotes), so
+/// that text meant for a message's string can be prepared once and copied
+/// in later.
+pub fn push_escaped(out: &mut String, text: &str) {
+    let quoted = Value::from(text).to_string();
+    out.push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or(""));
+}
+
+/// The JSON string literal (quotes included) of `text`.
+pub fn string_literal(text: &str) -> String {
+    Value::from(text).to_string()
+}
+
 /// The strings of a JSON array (other items skipped); empty for anything
 /// that is not an array.
 pub fn strings(value: Option<&Value>) -> Vec<String> {

@@ -5,8 +5,8 @@
 //! message, pick the era and hand over to [`super::modern`] or
 //! [`super::legacy`].
 
-use super::jsonrpc::{INVALID_REQUEST, PARSE_ERROR, RpcError, parse_message};
-use super::{Reply, legacy, modern};
+use super::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RpcError, parse_message};
+use super::{Reply, ToolResult, legacy, modern};
 use crate::gateway::Gateway;
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -105,6 +105,7 @@ async fn post_mcp(
     };
     match reply {
         Reply::Json(status, body) => json_response(status, &body),
+        Reply::Tool(id, result) => tool_response(&id, &result),
         Reply::Accepted => StatusCode::ACCEPTED.into_response(),
         Reply::Listen(subscription) => sse_response(subscription),
     }
@@ -196,24 +197,36 @@ async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
     json_response(StatusCode::OK, &json!({"status": "ready"}))
 }
 
-/// A JSON response with its status.
+/// A JSON response with its status. (Tool results, the large bodies, are
+/// written by [`tool_response`]; these are small: one allocation of 2 KiB
+/// holds `server/discover` and most errors, rather than a doubling series
+/// of them.)
 pub fn json_response(status: StatusCode, body: &Value) -> Response {
-    let mut bytes = Vec::with_capacity(response_capacity(body));
+    let mut bytes = Vec::with_capacity(2048);
     if serde_json::to_writer(&mut bytes, body).is_err() {
         bytes.clear();
     }
     (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
 }
 
-/// Room for a response body in one allocation rather than a doubling
-/// series (each large one makes glibc malloc consolidate its free lists):
-/// a tool result's text block, escaped, and the rest of the envelope.
-fn response_capacity(body: &Value) -> usize {
-    let text = body
-        .pointer("/result/content/0/text")
-        .and_then(Value::as_str)
-        .map_or(0, str::len);
-    1024 + text + text / 4
+/// A `tools/call` response: the result's text block is copied in as the
+/// escaped text it already is.
+fn tool_response(id: &Value, result: &ToolResult) -> Response {
+    let mut bytes = Vec::with_capacity(result.response_len());
+    if let Err(err) = result.write_response(id, &mut bytes) {
+        let error = RpcError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            INTERNAL_ERROR,
+            format!("Internal error: the result could not be written: {err}"),
+        );
+        return json_response(error.status, &error.body(Some(id)));
+    }
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        bytes,
+    )
+        .into_response()
 }
 
 fn sse_response(subscription: super::listen::Subscription) -> Response {

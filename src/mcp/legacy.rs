@@ -53,7 +53,10 @@ async fn serve(
         "initialize" => initialize(&message.params)?,
         "ping" => Map::new(),
         "tools/list" => tools_list(gateway),
-        "tools/call" => super::modern::tools_call(gateway, &message.params, caller).await?,
+        "tools/call" => {
+            let result = super::modern::tools_call(gateway, &message.params, caller).await?;
+            return Ok(Reply::Tool(id, result));
+        }
         method => {
             return Err(RpcError::new(
                 StatusCode::OK,

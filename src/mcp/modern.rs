@@ -9,7 +9,7 @@ use super::jsonrpc::{
     HEADER_MISMATCH, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError,
     UNSUPPORTED_PROTOCOL_VERSION, result_body,
 };
-use super::{MODERN_VERSION, Reply, call_tool_result, server_info};
+use super::{MODERN_VERSION, Reply, ToolResult, call_tool_result, server_info};
 use crate::gateway::Gateway;
 use crate::tools;
 use crate::visibility::Caller;
@@ -70,7 +70,13 @@ async fn serve(
     let result = match message.method.as_str() {
         "server/discover" => discover(),
         "tools/list" => tools_list(gateway),
-        "tools/call" => tools_call(gateway, &message.params, caller).await?,
+        "tools/call" => {
+            let mut result = tools_call(gateway, &message.params, caller).await?;
+            for (key, value) in completion(None) {
+                result.insert(key, value);
+            }
+            return Ok(Reply::Tool(id, result));
+        }
         "subscriptions/listen" => {
             return super::listen::open(gateway, id, &message.params, &caller).map(Reply::Listen);
         }
@@ -203,14 +209,25 @@ fn check_headers(headers: &HeaderMap, message: &Incoming, version: &str) -> Resu
 
 /// Adds `resultType` and the server's identity to a result.
 fn complete(mut result: Map<String, Value>) -> Value {
-    result.insert("resultType".to_string(), json!("complete"));
-    let meta = result
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        meta.insert(SERVER_INFO_KEY.to_string(), server_info());
+    let meta = result.remove("_meta");
+    for (key, value) in completion(meta) {
+        result.insert(key.to_string(), value);
     }
     Value::Object(result)
+}
+
+/// What every result ends with: `resultType`, then `_meta` (the result's
+/// own, if any) with the server's identity.
+fn completion(meta: Option<Value>) -> [(&'static str, Value); 2] {
+    let mut meta = match meta {
+        Some(Value::Object(meta)) => meta,
+        _ => Map::new(),
+    };
+    meta.insert(SERVER_INFO_KEY.to_string(), server_info());
+    [
+        ("resultType", json!("complete")),
+        ("_meta", Value::Object(meta)),
+    ]
 }
 
 fn discover() -> Map<String, Value> {
@@ -240,7 +257,7 @@ pub async fn tools_call(
     gateway: &Gateway,
     params: &Value,
     caller: Caller,
-) -> Result<Map<String, Value>, RpcError> {
+) -> Result<ToolResult, RpcError> {
     let name = params
         .get("name")
         .and_then(Value::as_str)

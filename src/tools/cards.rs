@@ -6,6 +6,7 @@
 //! between many tools without reading their schemas.
 
 use crate::catalog::{Schema, Tool};
+use crate::json_value::push_escaped;
 use serde_json::Value;
 
 /// Longest card description, `…` included.
@@ -46,15 +47,23 @@ impl Card {
     }
 }
 
-/// Appends card JSON from [`Card::json`] to `out`, with `"authUncertain":
-/// true` added when `uncertain`.
-pub fn push_card(out: &mut String, card_json: &str, uncertain: bool) {
-    match card_json.strip_suffix('}').filter(|_| uncertain) {
+/// A card's JSON ([`Card::json`]) escaped as the inside of a JSON string,
+/// as it stands in a search page's text block: escaped once per catalog.
+pub fn escaped_card(card_json: &str) -> Box<str> {
+    let mut escaped = String::with_capacity(card_json.len() + card_json.len() / 4);
+    push_escaped(&mut escaped, card_json);
+    escaped.into_boxed_str()
+}
+
+/// Appends an escaped card ([`escaped_card`]) to an escaped page, with
+/// `"authUncertain": true` added when `uncertain`.
+pub fn push_card(out: &mut String, escaped_card: &str, uncertain: bool) {
+    match escaped_card.strip_suffix('}').filter(|_| uncertain) {
         Some(open) => {
             out.push_str(open);
-            out.push_str(",\"authUncertain\":true}");
+            out.push_str(",\\\"authUncertain\\\":true}");
         }
-        None => out.push_str(card_json),
+        None => out.push_str(escaped_card),
     }
 }
 
@@ -189,14 +198,25 @@ mod tests {
             "parameters": "name: string (required)"
         });
         assert_eq!(&*text, plain.to_string());
+        // Pages are escaped text: a page holding the card reads back as it.
+        let escaped = escaped_card(&text);
+        let read_back = |page: &str| -> Value {
+            let literal = format!("\"{page}\"");
+            let text: String = serde_json::from_str(&literal).unwrap();
+            serde_json::from_str(&text).unwrap()
+        };
         let mut out = String::new();
-        push_card(&mut out, &text, false);
-        assert_eq!(out, plain.to_string());
+        push_card(&mut out, &escaped, false);
+        assert_eq!(read_back(&out), plain);
         out.clear();
-        push_card(&mut out, &text, true);
+        push_card(&mut out, &escaped, true);
         let mut flagged = plain.clone();
         flagged["authUncertain"] = json!(true);
-        assert_eq!(out, flagged.to_string());
+        assert_eq!(read_back(&out), flagged);
+        assert_eq!(
+            serde_json::to_string(&read_back(&out)).unwrap(),
+            flagged.to_string()
+        );
     }
 
     fn schema(root: Value) -> Schema {

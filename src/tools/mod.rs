@@ -40,7 +40,8 @@ pub struct Context<'a> {
 
 /// Per-catalog data computed once, off the request path.
 pub struct Prepared {
-    /// Each tool's card as JSON text ([`Card::json`]).
+    /// Each tool's card as JSON text ([`Card::json`]), escaped as it
+    /// stands inside a search page's text block ([`cards::escaped_card`]).
     pub cards: Vec<Box<str>>,
     /// Each tool's tags, folded.
     pub folded_tags: Vec<Vec<String>>,
@@ -58,7 +59,7 @@ impl Prepared {
         let cards = catalog
             .tools()
             .iter()
-            .map(|tool| Card::of(tool).json(&tool.name))
+            .map(|tool| cards::escaped_card(&Card::of(tool).json(&tool.name)))
             .collect();
         let folded_tags: Vec<Vec<String>> = catalog
             .tools()

@@ -11,8 +11,10 @@ use super::envelope::{ToolAnswer, invalid_type, within_budget};
 use super::search_cache::SearchKey;
 use super::{Context, load};
 use crate::catalog::search::{fold, query_keywords};
+use crate::json_value::push_escaped;
 use crate::visibility::View;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 50;
@@ -96,12 +98,12 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
         views: rule_views,
         budget: context.budget,
     };
-    if let Some(text) = served.search_cache.get(&key) {
-        return ToolAnswer::ok_text(text.to_string());
+    if let Some(literal) = served.search_cache.get(&key) {
+        return ToolAnswer::ok_escaped(literal);
     }
     let answer = rank(context, &request, &key);
-    if let Some(text) = answer.serialized().filter(|_| !answer.is_error()) {
-        served.search_cache.insert(key, text);
+    if let Some(literal) = answer.literal().filter(|_| !answer.is_error()) {
+        served.search_cache.insert(key, Arc::clone(literal));
     }
     answer
 }
@@ -149,40 +151,41 @@ fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnsw
             tags
         }
     };
-    // The page is assembled from text: cards were serialised once per
-    // catalog; only a schema-detail result is serialised here.
-    // Sized once (cards' lengths are known), not grown: with glibc malloc
-    // every large allocation consolidates its free lists.
+    // The page is assembled as the escaped text it is in the message:
+    // cards were serialised and escaped once per catalog; only a
+    // schema-detail result is serialised and escaped here. Sized once
+    // (cards' lengths are known), not grown: with glibc malloc every large
+    // allocation consolidates its free lists.
     let cards_len: usize = if request.schema_detail {
         ranked.len() * 1024
     } else {
         ranked.iter().map(|&i| prepared.cards[i].len() + 32).sum()
     };
-    let mut text = String::with_capacity(256 + cards_len);
-    text.push_str("{\"total\":");
-    text.push_str(&total.to_string());
+    let mut page = String::with_capacity(256 + cards_len);
+    page.push_str(r#""{\"total\":"#);
+    page.push_str(&total.to_string());
     if !vocabulary.is_empty() && vocabulary.len() <= MAX_VOCABULARY {
-        text.push_str(",\"tags\":");
-        text.push_str(&json!(vocabulary).to_string());
+        page.push_str(r#",\"tags\":"#);
+        push_escaped(&mut page, &json!(vocabulary).to_string());
     }
-    text.push_str(",\"results\":[");
+    page.push_str(r#",\"results\":["#);
     for (n, i) in ranked.into_iter().enumerate() {
         if n > 0 {
-            text.push(',');
+            page.push(',');
         }
         let uncertain = matches!(
             views.as_ref().map(|v| v[i]),
             Some(View::Visible { uncertain: true })
         );
         if request.schema_detail {
-            text.push_str(&load::answer(&tools[i], uncertain).to_string());
+            push_escaped(&mut page, &load::answer(&tools[i], uncertain).to_string());
         } else {
-            push_card(&mut text, &prepared.cards[i], uncertain);
+            push_card(&mut page, &prepared.cards[i], uncertain);
         }
     }
-    text.push_str("]}");
+    page.push_str(r#"]}""#);
     within_budget(
-        ToolAnswer::ok_text(text),
+        ToolAnswer::ok_escaped(Arc::from(page)),
         context.budget,
         "Ask for less: use detail \"card\" instead of \"schema\", a narrower query (or tags), or a smaller limit.",
     )

@@ -151,7 +151,7 @@ impl SearchCache {
         }
     }
 
-    /// The answer text stored under `key` (counted as a hit or a miss when
+    /// The answer (its text block as a JSON string literal) stored under `key` (counted as a hit or a miss when
     /// the cache is on).
     pub fn get(&self, key: &SearchKey) -> Option<Arc<str>> {
         let found = self.answers.as_ref()?.get(key);
@@ -178,11 +178,12 @@ impl SearchCache {
         }
     }
 
-    /// Keeps `text` as the answer for `key` (an answer larger than the
-    /// cache's shards is simply not kept).
-    pub fn insert(&self, key: SearchKey, text: &str) {
+    /// Keeps `literal` (the answer's text block as a JSON string literal,
+    /// shared, not copied) as the answer for `key` (an answer larger than
+    /// the cache's shards is simply not kept).
+    pub fn insert(&self, key: SearchKey, literal: Arc<str>) {
         if let Some(answers) = &self.answers {
-            answers.insert(key, Arc::from(text));
+            answers.insert(key, literal);
         }
     }
 
@@ -231,10 +232,13 @@ mod tests {
     #[test]
     fn keeps_and_returns_answers_by_whole_key() {
         let cache = SearchCache::new(1 << 20);
-        cache.insert(key(&["list", "users"], None), "{\"total\":1}");
+        cache.insert(
+            key(&["list", "users"], None),
+            Arc::from(r#""{\"total\":1}""#),
+        );
         assert_eq!(
             cache.get(&key(&["list", "users"], None)).as_deref(),
-            Some("{\"total\":1}")
+            Some(r#""{\"total\":1}""#)
         );
         // Another view of the same rules is another answer.
         let hidden = Some(vec![View::Hidden]);
@@ -263,7 +267,7 @@ mod tests {
     #[test]
     fn zero_bytes_turns_it_off() {
         let cache = SearchCache::new(0);
-        cache.insert(key(&["pets"], None), "{}");
+        cache.insert(key(&["pets"], None), Arc::from(r#""{}""#));
         assert_eq!(cache.get(&key(&["pets"], None)), None);
         assert!(cache.is_empty());
     }
@@ -271,9 +275,9 @@ mod tests {
     #[test]
     fn stays_within_its_bytes() {
         let cache = SearchCache::new(64 * 1024);
-        let page = "x".repeat(4_000);
+        let page: Arc<str> = Arc::from("x".repeat(4_000));
         for n in 0..200 {
-            cache.insert(key(&[&format!("word{n}")], None), &page);
+            cache.insert(key(&[&format!("word{n}")], None), Arc::clone(&page));
         }
         assert!(cache.len() < 200, "{} answers held", cache.len());
         assert!(cache.len() * 4_000 <= 64 * 1024, "{} answers", cache.len());
