@@ -61,15 +61,16 @@
 //! touched), keeps the best `limit` in a bounded heap (asking `include`
 //! only about tools that would enter it), and fills up with unmatched
 //! tools in index order. A rare keyword costs what it matches. A common
-//! one (with its synonyms, reaching an eighth of the tools or more) is
+//! one (with its synonyms, reaching a sixteenth of the tools or more) is
 //! settled in branch-free passes over every tool, which the compiler
-//! vectorises; the heap is then offered only the tools matching enough
-//! keywords to make the page. What such a keyword adds to every tool is a
+//! vectorises. What such a keyword adds to every tool is a
 //! [`KeywordEffect`]: the index computes those of its [`COMMON_WORDS`]
 //! commonest words when it is built, and the served snapshot keeps others
 //! as queries meet them, so a common word usually costs one vectorised
-//! pass. On the Microsoft Graph catalog (11,422 tools) a query takes some
-//! tens of microseconds.
+//! pass adding its keyword counts; the page is then chosen among the tools
+//! matching enough keywords to make it, and only their scores are summed.
+//! On the Microsoft Graph catalog (11,422 tools) a query takes some ten
+//! microseconds.
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -129,8 +130,11 @@ const WHOLE: f32 = 1.0;
 /// Weight of a match where the token only starts with the keyword.
 const PREFIX: f32 = 0.4;
 /// A keyword whose posting lists reach at least one tool in this many
-/// settles by one pass over every tool ([`SearchIndex::score_groups`]).
-const DENSE_FROM: usize = 8;
+/// settles by one pass over every tool ([`SearchIndex::score_groups`]),
+/// and its effect may be kept. (Sixteen rather than eight: on Graph, new
+/// queries of known words rank a third faster, for a few more kept
+/// effects.)
+const DENSE_FROM: usize = 16;
 /// Weight of a match through [`SYNONYMS`].
 const SYNONYM: f32 = 0.3;
 
