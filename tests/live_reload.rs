@@ -845,13 +845,15 @@ async fn adding_then_deleting_a_document() {
     let live = Live::start(&[("orders.yaml", orders_yaml("Orders."))], |_| {}).await;
     let mut listener = live.listen(json!("add-delete")).await;
     assert_eq!(live.description("list_invoices").await, None);
-    // The same search twice: ranked once, then answered from the cache.
+    // The same search three times: ranked twice (kept the second time),
+    // then answered from the cache.
     let only_orders = BTreeSet::from(["list_orders".to_string()]);
-    assert_eq!(live.names().await, only_orders);
-    assert_eq!(live.names().await, only_orders);
+    for _ in 0..3 {
+        assert_eq!(live.names().await, only_orders);
+    }
     assert_eq!(
         live.search_cache().await,
-        (1, 1, 1),
+        (1, 1, 2),
         "answers, hits, misses"
     );
 

@@ -103,7 +103,7 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
     }
     let answer = rank(context, &request, &key);
     if let Some(literal) = answer.literal().filter(|_| !answer.is_error()) {
-        served.search_cache.insert(key, Arc::clone(literal));
+        served.search_cache.offer(key, Arc::clone(literal));
     }
     answer
 }

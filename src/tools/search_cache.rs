@@ -23,7 +23,13 @@
 //!   catalog. Two callers share an entry only when they see exactly the same
 //!   tools in the same way (`authUncertain` included).
 //!
-//! Only successful answers are kept. Answers and keyword effects each get
+//! Only successful answers are kept, and only an answer whose key was
+//! ranked before lately ([`Doorkeeper`]): a query asked once is never
+//! kept, so a stream of one-off queries neither evicts the answers agents
+//! do repeat nor pays for holding pages nobody asks for again (on Graph
+//! that keeping cost more than it saved); a repeated query is ranked twice,
+//! then served from here. Keyword effects are kept on first use: new
+//! queries are made of known words. Answers and keyword effects each get
 //! half of the configured bytes (quick_cache, weighed by size); zero turns
 //! both off.
 
@@ -31,7 +37,8 @@ use crate::catalog::search::{KeywordEffect, KeywordEffects};
 use crate::visibility::View;
 use quick_cache::sync::Cache;
 use quick_cache::{Equivalent, Weighter};
-use std::hash::{Hash, Hasher};
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -110,9 +117,39 @@ impl Weighter<EffectKey, Arc<KeywordEffect>> for EffectBytes {
     }
 }
 
+/// The keys whose answers were offered lately, by hash, in a fixed table:
+/// a slot holds the last key hashed to it. Lossy both ways, harmlessly: a
+/// key pushed out by another is kept one ranking later, and two keys
+/// sharing a hash are taken for one (the second is kept at once).
+struct Doorkeeper {
+    slots: Box<[AtomicU64]>,
+    hasher: RandomState,
+}
+
+impl Doorkeeper {
+    fn new(slots: usize) -> Doorkeeper {
+        Doorkeeper {
+            slots: (0..slots.max(1)).map(|_| AtomicU64::new(0)).collect(),
+            hasher: RandomState::new(),
+        }
+    }
+
+    /// Notes `key`; whether it was noted before (and not pushed out since).
+    fn seen_again(&self, key: &SearchKey) -> bool {
+        // Never 0, the value of an empty slot.
+        let hash = self.hasher.hash_one(key) | 1;
+        let slot = (hash >> 1) as usize % self.slots.len();
+        self.slots
+            .get(slot)
+            .is_some_and(|noted| noted.swap(hash, Ordering::Relaxed) == hash)
+    }
+}
+
 /// Answers and keyword effects of one snapshot, bounded in bytes.
 pub struct SearchCache {
     answers: Option<Cache<SearchKey, Arc<str>, ByBytes>>,
+    /// Which answers were offered once already.
+    offered: Doorkeeper,
     effects: Option<Cache<EffectKey, Arc<KeywordEffect>, EffectBytes>>,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -143,8 +180,15 @@ impl SearchCache {
             let items = (half / TYPICAL_EFFECT_BYTES).max(16);
             Cache::with_weighter(items, half as u64, EffectBytes)
         });
+        // Four slots per answer the cache can hold.
+        let slots = if answers.is_some() {
+            4 * (half / TYPICAL_ANSWER_BYTES).max(16)
+        } else {
+            1
+        };
         SearchCache {
             answers,
+            offered: Doorkeeper::new(slots),
             effects,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -178,11 +222,14 @@ impl SearchCache {
         }
     }
 
-    /// Keeps `literal` (the answer's text block as a JSON string literal,
-    /// shared, not copied) as the answer for `key` (an answer larger than
-    /// the cache's shards is simply not kept).
-    pub fn insert(&self, key: SearchKey, literal: Arc<str>) {
-        if let Some(answers) = &self.answers {
+    /// Offers `literal` (the answer's text block as a JSON string literal,
+    /// shared, not copied) as the answer for `key`: kept when `key` was
+    /// offered before lately (see [`Doorkeeper`]), and when it fits (an
+    /// answer larger than the cache's shards is simply not kept).
+    pub fn offer(&self, key: SearchKey, literal: Arc<str>) {
+        if let Some(answers) = &self.answers
+            && self.offered.seen_again(&key)
+        {
             answers.insert(key, literal);
         }
     }
@@ -232,10 +279,12 @@ mod tests {
     #[test]
     fn keeps_and_returns_answers_by_whole_key() {
         let cache = SearchCache::new(1 << 20);
-        cache.insert(
-            key(&["list", "users"], None),
-            Arc::from(r#""{\"total\":1}""#),
-        );
+        let answer: Arc<str> = Arc::from(r#""{\"total\":1}""#);
+        // Kept the second time it is offered, not the first.
+        cache.offer(key(&["list", "users"], None), Arc::clone(&answer));
+        assert_eq!(cache.get(&key(&["list", "users"], None)), None);
+        assert!(cache.is_empty());
+        cache.offer(key(&["list", "users"], None), answer);
         assert_eq!(
             cache.get(&key(&["list", "users"], None)).as_deref(),
             Some(r#""{\"total\":1}""#)
@@ -248,7 +297,7 @@ mod tests {
         assert_eq!(cache.get(&other_limit), None);
         assert_eq!(cache.len(), 1);
         let figures = cache.figures();
-        assert_eq!((figures.hits, figures.misses), (1, 2));
+        assert_eq!((figures.hits, figures.misses), (1, 3));
         assert!(figures.bytes > 11 && figures.bytes <= figures.capacity_bytes);
     }
 
@@ -264,10 +313,28 @@ mod tests {
         assert_eq!(cache.figures().keywords, 1);
     }
 
+    /// Queries asked once are not kept, so they do not push out the
+    /// answers that are asked again.
+    #[test]
+    fn one_off_queries_do_not_evict_repeated_answers() {
+        let cache = SearchCache::new(64 * 1024);
+        let page: Arc<str> = Arc::from("x".repeat(4_000));
+        for _ in 0..2 {
+            cache.offer(key(&["repeated"], None), Arc::clone(&page));
+        }
+        for n in 0..500 {
+            cache.offer(key(&[&format!("once{n}")], None), Arc::clone(&page));
+        }
+        assert!(cache.get(&key(&["repeated"], None)).is_some());
+        assert_eq!(cache.len(), 1);
+    }
+
     #[test]
     fn zero_bytes_turns_it_off() {
         let cache = SearchCache::new(0);
-        cache.insert(key(&["pets"], None), Arc::from(r#""{}""#));
+        for _ in 0..2 {
+            cache.offer(key(&["pets"], None), Arc::from(r#""{}""#));
+        }
         assert_eq!(cache.get(&key(&["pets"], None)), None);
         assert!(cache.is_empty());
     }
@@ -277,7 +344,9 @@ mod tests {
         let cache = SearchCache::new(64 * 1024);
         let page: Arc<str> = Arc::from("x".repeat(4_000));
         for n in 0..200 {
-            cache.insert(key(&[&format!("word{n}")], None), Arc::clone(&page));
+            for _ in 0..2 {
+                cache.offer(key(&[&format!("word{n}")], None), Arc::clone(&page));
+            }
         }
         assert!(cache.len() < 200, "{} answers held", cache.len());
         assert!(cache.len() * 4_000 <= 64 * 1024, "{} answers", cache.len());
