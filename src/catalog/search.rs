@@ -25,9 +25,9 @@
 //!   **synonym** match, worth [`SYNONYM`]. It counts as a matched keyword,
 //!   but the keyword's IDF comes from its literal matches.
 //!
-//! A few English function words ([`STOPWORDS`]: `a`, `the`, `of`, …) match
-//! whole tokens only and do not count as matched keywords unless the query
-//! has nothing else.
+//! A few English function words ([`STOPWORDS`]: `a`, `the`, `of`, …) are
+//! ignored when the query has other words; a query of nothing else is
+//! ranked by them, matching whole tokens only.
 //!
 //! # Ranking
 //! Keywords rank, they never filter. Tools are ordered by
@@ -272,8 +272,9 @@ impl KeywordEffects for Collected {
 /// One keyword of a query while it is scored.
 struct Keyword<'a> {
     word: &'a str,
-    /// Whether a match adds to a tool's keyword count (a stopword's does
-    /// only when the query has nothing else).
+    /// Whether a match adds to a tool's keyword count. Every scored keyword
+    /// counts now (stopwords beside other words are not scored at all); the
+    /// flag remains in the effects' keys.
     counts: bool,
     effects: Option<&'a dyn KeywordEffects>,
 }
@@ -403,12 +404,17 @@ impl SearchIndex {
         effects: Option<&dyn KeywordEffects>,
         scratch: &mut Scratch,
     ) {
+        // A function word says nothing about an operation: when the query
+        // has other words it is not scored at all (matching the "a" and "by"
+        // of "get a user by id" in descriptions would only reorder the tools
+        // the other words chose, by noise); a query of nothing else is
+        // ranked by them.
         let only_stopwords = words.iter().all(|w| is_stopword(w));
-        for word in words {
+        for word in words.iter().filter(|w| only_stopwords || !is_stopword(w)) {
             let stopword = is_stopword(word);
             let keyword = Keyword {
                 word,
-                counts: !stopword || only_stopwords,
+                counts: true,
                 effects,
             };
             // A keyword whose effect is kept was common: adding the effect
@@ -430,8 +436,7 @@ impl SearchIndex {
         }
     }
 
-    /// A stopword matches whole tokens only, and counts as a matched keyword
-    /// only when the query has nothing else.
+    /// A stopword (in a query of nothing else) matches whole tokens only.
     fn score_stopword(&self, keyword: &Keyword<'_>, scratch: &mut Scratch) {
         let literal: Vec<(u32, f32)> = self
             .group_of(keyword.word)
@@ -1987,11 +1992,12 @@ mod tests {
             }
         }
         let kept = kept.0.lock().unwrap();
-        // A stopword counts only in a query of nothing else.
-        for key in [("list", true), ("the", true), ("the", false)] {
+        for key in [("list", true), ("the", true)] {
             let key = (key.0.to_string(), key.1);
             assert!(kept.contains_key(&key), "{key:?}: {:?}", kept.keys());
         }
+        // A stopword beside other words is not scored at all.
+        assert!(!kept.contains_key(&("the".to_string(), false)));
     }
 
     #[test]
@@ -2069,6 +2075,18 @@ mod tests {
         let tools = [tool("a_of_the", "a of the"), tool("b_pet", "")];
         assert_eq!(names(&tools, "the pet", 1), ["b_pet"]);
         assert_eq!(names(&tools, "the", 1), ["a_of_the"]);
+    }
+
+    /// Nor do they reorder what the other words chose: "a" and "by" in a
+    /// name or description add nothing when the query has other words.
+    #[test]
+    fn stopwords_do_not_score_beside_other_words() {
+        let tools = [tool("a_user_get_by", "By a by a."), tool("b_user_get", "")];
+        assert_eq!(
+            names(&tools, "get a user by", 2),
+            ["b_user_get", "a_user_get_by"]
+        );
+        assert_eq!(names(&tools, "by a", 1), ["a_user_get_by"]);
     }
 
     #[test]
