@@ -258,24 +258,18 @@ const COMMON_WORDS: usize = 128;
 struct Collected(RefCell<HashMap<String, Arc<KeywordEffect>>>);
 
 impl KeywordEffects for Collected {
-    fn get(&self, _word: &str, _counts: bool) -> Option<Arc<KeywordEffect>> {
+    fn get(&self, _word: &str) -> Option<Arc<KeywordEffect>> {
         None
     }
 
-    fn insert(&self, word: &str, counts: bool, effect: Arc<KeywordEffect>) {
-        if counts {
-            self.0.borrow_mut().insert(word.to_string(), effect);
-        }
+    fn insert(&self, word: &str, effect: Arc<KeywordEffect>) {
+        self.0.borrow_mut().insert(word.to_string(), effect);
     }
 }
 
 /// One keyword of a query while it is scored.
 struct Keyword<'a> {
     word: &'a str,
-    /// Whether a match adds to a tool's keyword count. Every scored keyword
-    /// counts now (stopwords beside other words are not scored at all); the
-    /// flag remains in the effects' keys.
-    counts: bool,
     effects: Option<&'a dyn KeywordEffects>,
 }
 
@@ -286,10 +280,9 @@ struct Keyword<'a> {
 #[derive(Clone, Default)]
 pub struct KeywordEffect {
     contribution: Vec<f32>,
-    /// 1 where the keyword matched and counts (added to the keyword count).
+    /// 1 where the keyword matched (added to the keyword count).
     counted: Vec<u8>,
     resource: Vec<u8>,
-    counts: bool,
 }
 
 impl std::fmt::Debug for KeywordEffect {
@@ -314,8 +307,8 @@ pub trait KeywordEffects {
     fn keeps(&self) -> bool {
         true
     }
-    fn get(&self, word: &str, counts: bool) -> Option<Arc<KeywordEffect>>;
-    fn insert(&self, word: &str, counts: bool, effect: Arc<KeywordEffect>);
+    fn get(&self, word: &str) -> Option<Arc<KeywordEffect>>;
+    fn insert(&self, word: &str, effect: Arc<KeywordEffect>);
 }
 
 /// An inverted index over the tools of a catalog. Immutable once built, so
@@ -412,21 +405,11 @@ impl SearchIndex {
         let only_stopwords = words.iter().all(|w| is_stopword(w));
         for word in words.iter().filter(|w| only_stopwords || !is_stopword(w)) {
             let stopword = is_stopword(word);
-            let keyword = Keyword {
-                word,
-                counts: true,
-                effects,
-            };
+            let keyword = Keyword { word, effects };
             // A keyword whose effect is kept was common: adding the effect
             // is all there is to do.
-            let common = self
-                .common
-                .get(word.as_str())
-                .filter(|_| keyword.counts)
-                .cloned();
-            if let Some(effect) =
-                common.or_else(|| effects.and_then(|kept| kept.get(word, keyword.counts)))
-            {
+            let common = self.common.get(word.as_str()).cloned();
+            if let Some(effect) = common.or_else(|| effects.and_then(|kept| kept.get(word))) {
                 scratch.apply(effect);
             } else if stopword {
                 self.score_stopword(&keyword, scratch);
@@ -480,7 +463,6 @@ impl SearchIndex {
         keyword: &Keyword<'_>,
         scratch: &mut Scratch,
     ) {
-        let counts = keyword.counts;
         let reached: usize = literal
             .iter()
             .chain(synonyms)
@@ -499,7 +481,7 @@ impl SearchIndex {
             } else {
                 scratch.touched.len()
             };
-            scratch.settle(self.doc_count, df, counts);
+            scratch.settle(self.doc_count, df);
         } else {
             let mut literal_tools = 0;
             for &(group, quality) in literal {
@@ -516,9 +498,9 @@ impl SearchIndex {
             };
             // Settled into a reused buffer when nobody keeps it; kept, it
             // is shared, not copied.
-            let effect = Arc::new(scratch.settle_dense(self.doc_count, df, counts));
+            let effect = Arc::new(scratch.settle_dense(self.doc_count, df));
             if let Some(kept) = keyword.effects.filter(|kept| kept.keeps()) {
-                kept.insert(keyword.word, counts, Arc::clone(&effect));
+                kept.insert(keyword.word, Arc::clone(&effect));
             }
             scratch.apply(effect);
         }
@@ -996,12 +978,11 @@ impl Scratch {
         first
     }
 
-    /// Turns the current keyword's frequencies into scores, with `df`
-    /// tools for its IDF. `counts`: whether a match adds to the keyword
-    /// count.
-    fn settle(&mut self, docs: usize, df: usize, counts: bool) {
+    /// Turns the current keyword's frequencies into scores and keyword
+    /// counts, with `df` tools for its IDF.
+    fn settle(&mut self, docs: usize, df: usize) {
         let idf = idf(docs, df);
-        self.keywords = self.keywords.saturating_add(u8::from(counts));
+        self.keywords = self.keywords.saturating_add(1);
         for &doc in &self.touched {
             let doc = doc as usize;
             if self.score[doc] == 0.0 {
@@ -1010,10 +991,8 @@ impl Scratch {
             let tf = std::mem::take(&mut self.frequency[doc]);
             self.score[doc] += bm25(idf, tf);
             let resource = std::mem::take(&mut self.resource_now[doc]);
-            if counts {
-                self.count[doc] = self.count[doc].saturating_add(1);
-                self.resource_hits[doc] = self.resource_hits[doc].saturating_add(resource);
-            }
+            self.count[doc] = self.count[doc].saturating_add(1);
+            self.resource_hits[doc] = self.resource_hits[doc].saturating_add(resource);
         }
         self.touched.clear();
     }
@@ -1024,16 +1003,14 @@ impl Scratch {
     /// tool goes through the same arithmetic (its frequency is 0, so its
     /// contribution is exactly 0), which lets them run as vector
     /// instructions.
-    fn settle_dense(&mut self, docs: usize, df: usize, counts: bool) -> KeywordEffect {
+    fn settle_dense(&mut self, docs: usize, df: usize) -> KeywordEffect {
         let idf = idf(docs, df);
-        let increment = u8::from(counts);
         let mut effect = self.spare.pop().unwrap_or_default();
-        effect.counts = counts;
         effect.counted.clear();
         effect.counted.extend(
             self.frequency
                 .iter()
-                .map(|frequency| u8::from(*frequency > 0.0) & increment),
+                .map(|frequency| u8::from(*frequency > 0.0)),
         );
         effect.resource.clear();
         effect.resource.extend(
@@ -1053,14 +1030,14 @@ impl Scratch {
     }
 
     /// Adds a settled keyword: to every tool's keyword count where it
-    /// matched (when it counts) now, in one vectorised pass; to the scores
+    /// matched now, in one vectorised pass; to the scores
     /// and resource hits of the tools that are asked about
     /// ([`Scratch::total_score`]).
     fn apply(&mut self, effect: Arc<KeywordEffect>) {
         for (count, counted) in self.count.iter_mut().zip(&effect.counted) {
             *count = count.saturating_add(*counted);
         }
-        self.keywords = self.keywords.saturating_add(u8::from(effect.counts));
+        self.keywords = self.keywords.saturating_add(1);
         self.effects.push(effect);
     }
 
@@ -1877,17 +1854,15 @@ mod tests {
 
     /// Keyword effects kept in a map, for tests.
     #[derive(Default)]
-    struct KeptEffects(std::sync::Mutex<HashMap<(String, bool), Arc<KeywordEffect>>>);
+    struct KeptEffects(std::sync::Mutex<HashMap<String, Arc<KeywordEffect>>>);
 
     impl KeywordEffects for KeptEffects {
-        fn get(&self, word: &str, counts: bool) -> Option<Arc<KeywordEffect>> {
-            let kept = self.0.lock().unwrap();
-            kept.get(&(word.to_string(), counts)).cloned()
+        fn get(&self, word: &str) -> Option<Arc<KeywordEffect>> {
+            self.0.lock().unwrap().get(word).cloned()
         }
 
-        fn insert(&self, word: &str, counts: bool, effect: Arc<KeywordEffect>) {
-            let mut kept = self.0.lock().unwrap();
-            kept.insert((word.to_string(), counts), effect);
+        fn insert(&self, word: &str, effect: Arc<KeywordEffect>) {
+            self.0.lock().unwrap().insert(word.to_string(), effect);
         }
     }
 
@@ -1992,12 +1967,11 @@ mod tests {
             }
         }
         let kept = kept.0.lock().unwrap();
-        for key in [("list", true), ("the", true)] {
-            let key = (key.0.to_string(), key.1);
-            assert!(kept.contains_key(&key), "{key:?}: {:?}", kept.keys());
+        // "the" is kept from the query of nothing else; beside "users" it
+        // was not scored at all.
+        for word in ["list", "users", "the"] {
+            assert!(kept.contains_key(word), "{word}: {:?}", kept.keys());
         }
-        // A stopword beside other words is not scored at all.
-        assert!(!kept.contains_key(&("the".to_string(), false)));
     }
 
     #[test]

@@ -35,10 +35,10 @@
 
 use crate::catalog::search::{KeywordEffect, KeywordEffects};
 use crate::visibility::View;
+use quick_cache::Weighter;
 use quick_cache::sync::Cache;
-use quick_cache::{Equivalent, Weighter};
 use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -85,35 +85,13 @@ impl Weighter<SearchKey, Arc<str>> for ByBytes {
     }
 }
 
-/// A keyword effect's key: the word, and whether it counts as a matched
-/// keyword (a stopword's does only in a query of stopwords).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct EffectKey(String, bool);
-
-/// [`EffectKey`] borrowed, to look up without allocating: it hashes as the
-/// owned key does (the string's bytes, then the flag).
-struct EffectKeyRef<'a>(&'a str, bool);
-
-impl Hash for EffectKeyRef<'_> {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.hash(state);
-        self.1.hash(state);
-    }
-}
-
-impl Equivalent<EffectKey> for EffectKeyRef<'_> {
-    fn equivalent(&self, key: &EffectKey) -> bool {
-        self.0 == key.0 && self.1 == key.1
-    }
-}
-
 /// Weighs a keyword effect by its size.
 #[derive(Clone)]
 struct EffectBytes;
 
-impl Weighter<EffectKey, Arc<KeywordEffect>> for EffectBytes {
-    fn weight(&self, key: &EffectKey, effect: &Arc<KeywordEffect>) -> u64 {
-        (key.0.len() + 32 + effect.bytes()) as u64
+impl Weighter<String, Arc<KeywordEffect>> for EffectBytes {
+    fn weight(&self, word: &String, effect: &Arc<KeywordEffect>) -> u64 {
+        (word.len() + 32 + effect.bytes()) as u64
     }
 }
 
@@ -150,7 +128,8 @@ pub struct SearchCache {
     answers: Option<Cache<SearchKey, Arc<str>, ByBytes>>,
     /// Which answers were offered once already.
     offered: Doorkeeper,
-    effects: Option<Cache<EffectKey, Arc<KeywordEffect>, EffectBytes>>,
+    /// Keyword effects, by keyword.
+    effects: Option<Cache<String, Arc<KeywordEffect>, EffectBytes>>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -250,13 +229,13 @@ impl KeywordEffects for SearchCache {
         self.effects.is_some()
     }
 
-    fn get(&self, word: &str, counts: bool) -> Option<Arc<KeywordEffect>> {
-        self.effects.as_ref()?.get(&EffectKeyRef(word, counts))
+    fn get(&self, word: &str) -> Option<Arc<KeywordEffect>> {
+        self.effects.as_ref()?.get(word)
     }
 
-    fn insert(&self, word: &str, counts: bool, effect: Arc<KeywordEffect>) {
+    fn insert(&self, word: &str, effect: Arc<KeywordEffect>) {
         if let Some(effects) = &self.effects {
-            effects.insert(EffectKey(word.to_string(), counts), effect);
+            effects.insert(word.to_string(), effect);
         }
     }
 }
@@ -302,14 +281,13 @@ mod tests {
     }
 
     #[test]
-    fn keyword_effects_are_found_by_word_and_flag() {
+    fn keyword_effects_are_found_by_word() {
         let cache = SearchCache::new(1 << 20);
         let effect = Arc::new(KeywordEffect::default());
-        KeywordEffects::insert(&cache, "users", true, effect.clone());
-        let found = KeywordEffects::get(&cache, "users", true);
+        KeywordEffects::insert(&cache, "users", effect.clone());
+        let found = KeywordEffects::get(&cache, "users");
         assert!(found.is_some_and(|f| Arc::ptr_eq(&f, &effect)));
-        assert!(KeywordEffects::get(&cache, "users", false).is_none());
-        assert!(KeywordEffects::get(&cache, "user", true).is_none());
+        assert!(KeywordEffects::get(&cache, "user").is_none());
         assert_eq!(cache.figures().keywords, 1);
     }
 
