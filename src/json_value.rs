@@ -7,13 +7,18 @@ use serde_json::Value;
 /// that text meant for a message's string can be prepared once and copied
 /// in later.
 pub fn push_escaped(out: &mut String, text: &str) {
-    let quoted = Value::from(text).to_string();
-    out.push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or(""));
+    let literal = string_literal(text);
+    out.push_str(
+        literal
+            .get(1..literal.len().saturating_sub(1))
+            .unwrap_or(""),
+    );
 }
 
 /// The JSON string literal (quotes included) of `text`.
 pub fn string_literal(text: &str) -> String {
-    Value::from(text).to_string()
+    // Serialising a string cannot fail.
+    serde_json::to_string(text).unwrap_or_default()
 }
 
 /// The strings of a JSON array (other items skipped); empty for anything

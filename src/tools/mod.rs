@@ -45,8 +45,9 @@ pub struct Prepared {
     pub cards: Vec<Box<str>>,
     /// Each tool's tags, folded.
     pub folded_tags: Vec<Vec<String>>,
-    /// The folded tag vocabulary of the whole catalog.
-    pub vocabulary: Vec<String>,
+    /// The folded tag vocabulary of the whole catalog, as the escaped
+    /// `tags` member of a search page ([`search::escaped_tags_member`]).
+    pub tags_member: String,
     /// The distinct visibility rules of the catalog, and each tool's rule.
     pub rules: Vec<Rule>,
     pub rule_of: Vec<usize>,
@@ -95,8 +96,8 @@ impl Prepared {
             rules,
             rule_of,
             cards,
+            tags_member: search::escaped_tags_member(&vocabulary),
             folded_tags,
-            vocabulary,
             validators,
         }
     }

@@ -70,6 +70,18 @@ pub fn parse(arguments: &Value) -> Result<SearchRequest, ToolAnswer> {
     })
 }
 
+/// A page's `,"tags":[…]` member for `vocabulary` (sorted, deduplicated),
+/// escaped as it stands in the page's text block; nothing when the
+/// vocabulary is empty or over [`MAX_VOCABULARY`].
+pub fn escaped_tags_member<S: serde::Serialize>(vocabulary: &[S]) -> String {
+    if vocabulary.is_empty() || vocabulary.len() > MAX_VOCABULARY {
+        return String::new();
+    }
+    let mut member = String::from(r#",\"tags\":"#);
+    push_escaped(&mut member, &json!(vocabulary).to_string());
+    member
+}
+
 pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
     let request = match parse(arguments) {
         Ok(request) => request,
@@ -136,11 +148,11 @@ fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnsw
         include,
         Some(&served.search_cache),
     );
-    // The whole catalog's vocabulary is served as prepared; only a
-    // restricted view needs its own.
-    let vocabulary: Vec<&String> = match &views {
-        None if prepared.vocabulary.len() > MAX_VOCABULARY => Vec::new(),
-        None => prepared.vocabulary.iter().collect(),
+    // The whole catalog's vocabulary is served as prepared (escaped once
+    // per catalog); only a restricted view needs its own.
+    let restricted_tags: String;
+    let tags_member = match &views {
+        None => prepared.tags_member.as_str(),
         Some(_) => {
             let mut tags: Vec<&String> = (0..tools.len())
                 .filter(|&i| visible(i))
@@ -148,7 +160,8 @@ fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnsw
                 .collect();
             tags.sort();
             tags.dedup();
-            tags
+            restricted_tags = escaped_tags_member(&tags);
+            restricted_tags.as_str()
         }
     };
     // The page is assembled as the escaped text it is in the message:
@@ -164,10 +177,7 @@ fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnsw
     let mut page = String::with_capacity(256 + cards_len);
     page.push_str(r#""{\"total\":"#);
     page.push_str(&total.to_string());
-    if !vocabulary.is_empty() && vocabulary.len() <= MAX_VOCABULARY {
-        page.push_str(r#",\"tags\":"#);
-        push_escaped(&mut page, &json!(vocabulary).to_string());
-    }
+    page.push_str(tags_member);
     page.push_str(r#",\"results\":["#);
     for (n, i) in ranked.into_iter().enumerate() {
         if n > 0 {

@@ -174,8 +174,8 @@ impl SearchCache {
         }
     }
 
-    /// The answer (its text block as a JSON string literal) stored under `key` (counted as a hit or a miss when
-    /// the cache is on).
+    /// The answer (its text block as a JSON string literal) stored under
+    /// `key`, counted as a hit or a miss when the cache is on.
     pub fn get(&self, key: &SearchKey) -> Option<Arc<str>> {
         let found = self.answers.as_ref()?.get(key);
         let counter = if found.is_some() {
