@@ -5,13 +5,14 @@
 //! catalog_build`.
 
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use sezzlee::catalog::{Catalog, Sources};
+use sezzlee_catalog::{Catalog, Sources};
 use std::hint::black_box;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// The real catalogs, beside the crate.
-const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/catalogs-real");
+/// The real documents these benchmarks name: the repository's own corpus
+/// (tests/it/corpus.rs; unpacked once into cargo's temporary folder).
+#[path = "../tests/it/corpus.rs"]
+mod corpus;
 
 /// (file, operations it must yield, measurement time on a 2-core machine,
 /// flat sampling: one build per sample rather than 1, 2, … 10).
@@ -25,7 +26,7 @@ fn build(name: &str, bytes: Vec<u8>) -> Catalog {
 }
 
 fn catalog_build(c: &mut Criterion) {
-    let dir = Path::new(REAL);
+    let dir = corpus::vendored().dir.as_path();
     assert!(
         dir.is_dir(),
         "the real catalogs folder {} is missing; the benchmark builds its documents",

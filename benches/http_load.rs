@@ -34,7 +34,7 @@
 //! shared machine hits both; each round also gives its own p50 ratio, and
 //! the median of those is printed beside the ratio of the pooled p50s.
 //!
-//! The gateway runs in process (`sezzlee::server::serve` on 127.0.0.1:0,
+//! The gateway runs in process (`sezzlee_gateway::server::serve` on 127.0.0.1:0,
 //! exactly as `sezzlee serve` does) on its own multi-threaded tokio
 //! runtime; the client is a reqwest client with keep-alive on a separate
 //! single-threaded runtime, so the client never uses more than one core.
@@ -53,16 +53,20 @@
 
 use futures_util::future::join_all;
 use serde_json::{Value, json};
-use sezzlee::gateway::Gateway;
-use sezzlee::settings::{Settings, WatchMode};
+use sezzlee_gateway::gateway::Gateway;
+use sezzlee_gateway::settings::{Settings, WatchMode};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
+/// The real documents these benchmarks name: the repository's own corpus
+/// (tests/it/corpus.rs; unpacked once into cargo's temporary folder).
+#[path = "../tests/it/corpus.rs"]
+mod corpus;
+
 const MODERN: &str = "2026-07-28";
-const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/catalogs-real");
 const GRAPH: &str = "microsoft.com_graph_1.0.1.json";
 const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/catalogs");
 
@@ -436,7 +440,7 @@ fn start_bare_proxy(server: &tokio::runtime::Runtime, upstream: String) -> Strin
 }
 
 async fn serve(gateway: Arc<Gateway>, listener: tokio::net::TcpListener) {
-    if let Err(err) = sezzlee::server::serve(gateway, listener).await {
+    if let Err(err) = sezzlee_gateway::server::serve(gateway, listener).await {
         eprintln!("gateway stopped: {err}");
     }
 }
@@ -490,7 +494,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let graph_path = Path::new(REAL).join(GRAPH);
+    let graph_path = corpus::vendored().dir.as_path().join(GRAPH);
     let default_cache = Settings::default().search_cache_bytes;
     let graph = start_gateway(&server, &[(&graph_path, GRAPH)], false, default_cache);
     let graph_uncached = start_gateway(&server, &[(&graph_path, GRAPH)], false, 0);

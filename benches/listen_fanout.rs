@@ -6,7 +6,7 @@
 //! Run by hand: `cargo bench --bench listen_fanout`.
 //!
 //! # Method
-//! The gateway runs in this process (`sezzlee::server::serve` on
+//! The gateway runs in this process (`sezzlee_gateway::server::serve` on
 //! 127.0.0.1:0, the reloader started with `reload::start`: file-system
 //! events, default 50 ms debounce) on a temporary folder holding the
 //! shipped demo catalog. The listeners run in a **child process** (this
@@ -41,7 +41,7 @@
 //! cores, so the child's reading is part of the figure: it is an upper
 //! bound of what a remote client would see.
 //!
-//! Finally, the whole `../shared/catalogs-real/` folder is copied to a
+//! Finally, the whole vendored corpus (tests/fixtures/corpus, unpacked) is copied to a
 //! temporary folder and rescanned: untouched (hashing only), then after
 //! one small file changed, checking by `Arc` pointer identity that only
 //! that file was parsed again, and timing the rebuild both as its parts
@@ -65,21 +65,25 @@
 //! - `FANOUT_REBUILD_EDITS` (default 3; 0 skips the real-folder part).
 
 use serde_json::{Value, json};
-use sezzlee::catalog::source::{Parsed, is_catalog_file};
-use sezzlee::catalog::{Catalog, Sources};
-use sezzlee::gateway::Gateway;
-use sezzlee::reload::{self, Outcome, Reloader};
-use sezzlee::settings::{Settings, WatchMode};
-use sezzlee::store::Served;
+use sezzlee_catalog::source::{Parsed, is_catalog_file};
+use sezzlee_catalog::{Catalog, Sources};
+use sezzlee_gateway::gateway::Gateway;
+use sezzlee_gateway::reload::{self, Outcome, Reloader};
+use sezzlee_gateway::settings::{Settings, WatchMode};
+use sezzlee_gateway::store::Served;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// The real documents these benchmarks name: the repository's own corpus
+/// (tests/it/corpus.rs; unpacked once into cargo's temporary folder).
+#[path = "../tests/it/corpus.rs"]
+mod corpus;
+
 const CHILD_ENV: &str = "SEZZLEE_FANOUT_CHILD";
 const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/catalogs");
-const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/catalogs-real");
 const MODERN: &str = "2026-07-28";
 /// The line of `orders.yaml` each edit rewrites.
 const SUMMARY: &str = "summary: Lists orders, newest first.";
@@ -283,7 +287,7 @@ fn parent() {
     let address = listener.local_addr().unwrap();
     let served = gateway.clone();
     server.spawn(async move {
-        if let Err(err) = sezzlee::server::serve(served, listener).await {
+        if let Err(err) = sezzlee_gateway::server::serve(served, listener).await {
             eprintln!("gateway stopped: {err}");
         }
     });
@@ -570,7 +574,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 fn rebuild_real_folder(edits: usize) {
-    let real = Path::new(REAL);
+    let real = corpus::vendored().dir.as_path();
     let dir = tempfile::tempdir().expect("temporary catalogs folder");
     let mut bytes = 0u64;
     let mut files = 0usize;
@@ -614,7 +618,7 @@ fn rebuild_real_folder(edits: usize) {
         demo_backend: false,
         ..Settings::default()
     };
-    let gateway = Gateway::new(settings, catalog, cold_scan + cold_build);
+    let gateway = Gateway::new(settings, catalog, cold_scan + cold_build).expect("a gateway");
     let reloader = Reloader::new(gateway.clone(), sources.clone());
     let started = Instant::now();
     let outcome = runtime.block_on(reloader.rescan());
@@ -656,7 +660,7 @@ fn rebuild_real_folder(edits: usize) {
     }
 
     println!(
-        "rebuild of ../shared/catalogs-real/ ({files} files, {:.1} MB, {tools} tools) after a one-file change ({SMALL_DOC})",
+        "rebuild of the vendored corpus ({files} files, {:.1} MB, {tools} tools) after a one-file change ({SMALL_DOC})",
         bytes as f64 / 1e6
     );
     println!(

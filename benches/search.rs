@@ -16,22 +16,20 @@
 
 use criterion::Criterion;
 use serde_json::{Value, json};
-use sezzlee::backend::{Client, DEFAULT_MAX_RESPONSE_BYTES};
-use sezzlee::catalog::search::query_keywords;
-use sezzlee::catalog::{Catalog, Sources};
-use sezzlee::settings::Settings;
-use sezzlee::store::Served;
-use sezzlee::tools::search_cache::SearchCache;
-use sezzlee::tools::{Context, search};
-use sezzlee::visibility::Caller;
+use sezzlee_catalog::search::query_keywords;
+use sezzlee_catalog::{Catalog, Sources};
+use sezzlee_gateway::backend::{Client, DEFAULT_MAX_RESPONSE_BYTES};
+use sezzlee_gateway::settings::Settings;
+use sezzlee_gateway::store::Served;
+use sezzlee_gateway::tools::search_cache::SearchCache;
+use sezzlee_gateway::tools::{Context, search};
+use sezzlee_gateway::visibility::Caller;
 use std::hint::black_box;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-const GRAPH: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/catalogs-real/microsoft.com_graph_1.0.1.json"
-);
+/// The real documents: the repository's own corpus (tests/it/corpus.rs).
+#[path = "../tests/it/corpus.rs"]
+mod corpus;
 
 /// Realistic agent queries: few words, verbs an agent would use.
 const QUERIES: [&str; 6] = [
@@ -56,7 +54,8 @@ fn env_usize(name: &str, default: usize) -> usize {
 }
 
 fn load_graph() -> Served {
-    let path = Path::new(GRAPH);
+    let path = corpus::vendored().require("microsoft.com_graph_1.0.1.json");
+    let path = path.as_path();
     let bytes =
         std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let started = Instant::now();
@@ -84,7 +83,7 @@ fn call(context: &Context, arguments: &Value) -> usize {
         "search_tools failed: {:?}",
         answer.code()
     );
-    let result = sezzlee::mcp::call_tool_result(answer);
+    let result = sezzlee_gateway::mcp::call_tool_result(answer);
     let mut response = Vec::with_capacity(result.response_len());
     result
         .write_response(&Value::from(1), &mut response)
@@ -130,7 +129,7 @@ fn print_p50_table(served: &Served, context: &Context, iters: usize) {
         "{:<34} {:>10} {:>10} {:>12} {:>12} {:>12}  top result",
         "query", "top p50", "top p99", "call p50", "call p99", "kept p50"
     );
-    let kept = SearchCache::new(sezzlee::tools::search_cache::DEFAULT_BYTES);
+    let kept = SearchCache::new(sezzlee_gateway::tools::search_cache::DEFAULT_BYTES);
     let mut worst = Duration::ZERO;
     for query in QUERIES {
         let (top50, top99) = timed(iters, || {
@@ -172,7 +171,7 @@ fn print_p50_table(served: &Served, context: &Context, iters: usize) {
 fn main() {
     let served = load_graph();
     let caller = Caller::anonymous();
-    let backend = Client::new(DEFAULT_MAX_RESPONSE_BYTES);
+    let backend = Client::new(DEFAULT_MAX_RESPONSE_BYTES).expect("a backend client");
     let context = Context {
         served: &served,
         caller: &caller,

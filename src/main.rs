@@ -1,8 +1,10 @@
-//! The `sezzlee` command line: argument parsing only; the work lives in the
-//! library.
+//! The `sezzlee` command line: argument parsing here, each command's work
+//! and output in `commands`, everything else in the workspace's crates.
+
+mod commands;
 
 use clap::{Args, Parser, Subcommand};
-use sezzlee::settings::{LogFormat, Overrides, Settings};
+use sezzlee_gateway::settings::{LogFormat, Overrides, Settings};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -35,7 +37,7 @@ enum Command {
         search_tasks: Option<PathBuf>,
     },
     /// An MCP client: `sezzlee client URL discover|tools|call|search|load|invoke|listen`.
-    Client(Box<sezzlee::client::cli::ClientArgs>),
+    Client(Box<commands::client::ClientArgs>),
     /// Mint an HS256 JWT for trying per-caller visibility locally.
     Token {
         /// Environment variable holding the HS256 secret.
@@ -142,14 +144,14 @@ impl ServeArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Client(args) => sezzlee::client::cli::run(*args),
+        Command::Client(args) => commands::client::run(*args),
         Command::Check {
             dir,
             emit,
             search_tasks,
         } => match search_tasks {
-            Some(tasks) => sezzlee::check::run_search_tasks(&dir, &tasks),
-            None => sezzlee::check::run(&dir, emit),
+            Some(tasks) => commands::check::run_search_tasks(&dir, &tasks),
+            None => commands::check::run(&dir, emit),
         },
         Command::Token {
             secret_env,
@@ -159,7 +161,7 @@ fn main() -> ExitCode {
             issuer,
             audience,
             ttl,
-        } => sezzlee::token::run(&sezzlee::token::TokenRequest {
+        } => commands::token::run(&commands::token::TokenRequest {
             secret_env,
             subject: sub,
             scopes: scope,
@@ -187,7 +189,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            runtime.block_on(sezzlee::server::run(settings))
+            runtime.block_on(sezzlee_gateway::server::run(settings))
         }
     }
 }

@@ -1,0 +1,281 @@
+//! The catalog: every operation of every document, as exact tool definitions.
+//!
+//! Plain data and pure functions: [`Sources`] (the folder's files) go in,
+//! an immutable [`Catalog`] comes out. Nothing here knows about HTTP, MCP
+//! or tokio, so every rule is testable without a server, and a rebuild can
+//! run off the request path and be swapped in whole.
+
+mod assemble;
+pub mod diagnostics;
+pub mod fingerprint;
+pub mod header_text;
+mod input;
+pub mod naming;
+mod openapi;
+mod output;
+pub mod refs;
+pub mod revision;
+pub mod schema;
+pub mod search;
+pub mod sidecar;
+pub mod source;
+mod variants;
+
+pub use assemble::version_source;
+pub use diagnostics::{Diagnostic, Severity};
+pub use input::is_json_media_type;
+pub use schema::Schema;
+pub use source::Sources;
+
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Where one top-level argument goes in the HTTP request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    Path,
+    Query,
+    Header,
+    Cookie,
+    /// One member of an object body (JSON, form or multipart).
+    BodyMember,
+    /// The whole body (the `body` argument).
+    Body,
+}
+
+/// OpenAPI parameter serialisation styles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Simple,
+    Form,
+    Label,
+    Matrix,
+    SpaceDelimited,
+    PipeDelimited,
+    TabDelimited,
+    DeepObject,
+}
+
+/// One argument of the inputSchema and how to send it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Argument {
+    /// The member name in the inputSchema.
+    pub member: String,
+    /// The name on the wire (parameter name or body property).
+    pub wire_name: String,
+    pub location: Location,
+    pub style: Style,
+    pub explode: bool,
+    pub allow_reserved: bool,
+    /// A parameter declared with `content: application/json`: sent as JSON text.
+    pub json_encoded: bool,
+}
+
+/// How a request body is encoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestBody {
+    /// The media type sent as `Content-Type`.
+    pub media_type: String,
+    pub required: bool,
+}
+
+/// Everything `invoke_tool` needs to reach the backend for one operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operation {
+    /// Upper case: `GET`, `POST`, ….
+    pub method: String,
+    /// The path template as the document writes it.
+    pub path: String,
+    /// Sidecar `backend.baseUrl`, else the first server with its variables
+    /// at their defaults; `None` when the document names none.
+    pub base_url: Option<String>,
+    pub arguments: Vec<Argument>,
+    pub body: Option<RequestBody>,
+    pub backend: Arc<sidecar::BackendConfig>,
+    /// Security requirements in force (operation's, else document's);
+    /// `None` when the document declares none.
+    pub security: Option<Vec<BTreeMap<String, Vec<String>>>>,
+    /// Security schemes of the document, by name (their `type` etc.).
+    pub security_schemes: Arc<Map<String, Value>>,
+}
+
+/// One tool of the catalog.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Schema,
+    /// Shared by every variant of the operation.
+    pub output_schema: Option<Arc<Schema>>,
+    pub annotations: Option<Map<String, Value>>,
+    pub version: String,
+    pub tags: Vec<String>,
+    pub search_terms: Vec<String>,
+    /// `GET /orders/{id}`, as the document writes the path.
+    pub route: String,
+    /// The document, relative to the catalogs folder.
+    pub document: Arc<str>,
+    pub revision: Option<revision::Revision>,
+    /// A named visibility policy replacing the OpenAPI security rules.
+    pub policy: Option<sidecar::Policy>,
+    pub operation: Arc<Operation>,
+    /// Arguments a curated variant sends with fixed values.
+    pub fixed: Map<String, Value>,
+}
+
+impl Tool {
+    /// The load_tool answer: name, description, inputSchema, outputSchema?,
+    /// annotations?, version.
+    pub fn definition(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("name".to_string(), json!(self.name));
+        out.insert("description".to_string(), json!(self.description));
+        out.insert("inputSchema".to_string(), self.input_schema.to_value());
+        if let Some(output) = &self.output_schema {
+            out.insert("outputSchema".to_string(), output.to_value());
+        }
+        if let Some(annotations) = &self.annotations {
+            out.insert(
+                "annotations".to_string(),
+                Value::Object(annotations.clone()),
+            );
+        }
+        out.insert("version".to_string(), json!(self.version));
+        Value::Object(out)
+    }
+}
+
+/// What one document contributed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentSummary {
+    pub file: Arc<str>,
+    pub namespace: String,
+    /// Operations found (path × method).
+    pub operations: usize,
+    /// Tools published from them (variants included, hidden ones not).
+    pub tools: usize,
+}
+
+/// An immutable, fully built catalog.
+pub struct Catalog {
+    /// Sorted by name.
+    tools: Vec<Tool>,
+    /// The search index over `tools`, built once per catalog.
+    index: search::SearchIndex,
+    by_name: HashMap<String, usize>,
+    pub documents: Vec<DocumentSummary>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// What agents can observe of the catalog (names, versions, tags,
+    /// search terms, visibility rules): equal fingerprints mean a rebuild
+    /// changed nothing an agent could notice.
+    fingerprint: [u8; 32],
+}
+
+impl Catalog {
+    /// Builds the catalog from the folder's files.
+    pub fn build(sources: &Sources) -> Catalog {
+        openapi::build_catalog(sources)
+    }
+
+    /// Reads and builds a folder once.
+    pub fn load_dir(dir: &Path) -> std::io::Result<Catalog> {
+        Ok(Catalog::build(&Sources::scan(dir, None)?))
+    }
+
+    pub(crate) fn from_parts(
+        mut tools: Vec<Tool>,
+        documents: Vec<DocumentSummary>,
+        diagnostics: Vec<Diagnostic>,
+    ) -> Catalog {
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(i, tool)| (tool.name.clone(), i))
+            .collect();
+        let index = search::SearchIndex::build(tools.iter().map(|tool| {
+            search::SearchFields {
+                name: &tool.name,
+                description: &tool.description,
+                search_terms: &tool.search_terms,
+                route: &tool.route,
+                argument_names: tool
+                    .input_schema
+                    .properties()
+                    .map(|props| props.keys().map(String::as_str).collect())
+                    .unwrap_or_default(),
+                tags: &tool.tags,
+                document: &tool.document,
+            }
+        }));
+        let fingerprint = observable_fingerprint(&tools);
+        Catalog {
+            tools,
+            index,
+            by_name,
+            documents,
+            diagnostics,
+            fingerprint,
+        }
+    }
+
+    /// All tools, sorted by name.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// See the field: equal means nothing an agent can observe changed.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        self.fingerprint
+    }
+
+    /// The search index; document `i` is `tools()[i]`.
+    pub fn search_index(&self) -> &search::SearchIndex {
+        &self.index
+    }
+
+    /// The index of a tool in [`Catalog::tools`].
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.by_name.get(name).and_then(|&i| self.tools.get(i))
+    }
+
+    pub fn errors(&self) -> usize {
+        self.count(Severity::Error)
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.count(Severity::Warning)
+    }
+
+    fn count(&self, severity: Severity) -> usize {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == severity)
+            .count()
+    }
+}
+
+/// SHA-256 over everything an agent can observe per tool, in name order.
+fn observable_fingerprint(tools: &[Tool]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for tool in tools {
+        let observable = json!({
+            "name": tool.name,
+            "version": tool.version,
+            "tags": tool.tags,
+            "searchTerms": tool.search_terms,
+            "policy": tool.policy.as_ref().map(|p| json!({"anyScope": p.any_scope, "anyRole": p.any_role, "public": p.public})),
+            "security": tool.operation.security,
+        });
+        hasher.update(observable.to_string().as_bytes());
+        hasher.update(b"\n");
+    }
+    hasher.finalize().into()
+}

@@ -1,0 +1,437 @@
+//! The tools data plane: `tools/list` (every page, cached for the `ttlMs`
+//! the server allows) and `tools/call` (with a timeout, `Mcp-Param-*`
+//! mirroring, one re-list and retry on a header mismatch, and the result's
+//! `structuredContent` checked against the tool's `outputSchema`).
+//!
+//! A call that ran and failed is a [`ToolResult`] with `is_error`; only a
+//! request that produced no result is a [`ClientError`].
+
+use super::rpc::{self, HEADER_MISMATCH, HeaderParam};
+use super::{Client, ClientError};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Most `tools/list` pages followed before the server is judged broken.
+pub const MAX_PAGES: usize = 1000;
+
+/// One tool definition, as the server published it (untrusted data).
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub name: String,
+    pub definition: Value,
+    pub header_params: Vec<HeaderParam>,
+}
+
+impl Tool {
+    pub fn description(&self) -> Option<&str> {
+        self.definition.get("description").and_then(Value::as_str)
+    }
+
+    pub fn input_schema(&self) -> Option<&Value> {
+        self.definition.get("inputSchema")
+    }
+
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.definition
+            .get("outputSchema")
+            .filter(|schema| schema.is_object())
+    }
+
+    /// A `_meta` entry of the definition.
+    pub fn meta(&self, key: &str) -> Option<&Value> {
+        self.definition.get("_meta").and_then(|meta| meta.get(key))
+    }
+}
+
+/// Every page of `tools/list`.
+#[derive(Debug, Clone)]
+pub struct ToolList {
+    pub tools: Vec<Tool>,
+    /// Definitions left out, with why (an invalid `x-mcp-header`, no name).
+    pub rejected: Vec<(String, String)>,
+    pub pages: usize,
+    /// The `ttlMs` of the first page.
+    pub ttl_ms: Option<u64>,
+    pub fetched_at: Instant,
+}
+
+impl ToolList {
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|tool| tool.name == name)
+    }
+}
+
+/// A cached list and when it stops being fresh.
+pub struct Cached {
+    list: Arc<ToolList>,
+    fresh_until: Instant,
+}
+
+/// A `CallToolResult`.
+#[derive(Debug, Clone)]
+pub struct ToolResult {
+    /// The content blocks, as sent (untrusted).
+    pub content: Vec<Value>,
+    pub structured: Option<Value>,
+    /// The tool ran and failed.
+    pub is_error: bool,
+    /// Problems noticed on the way (an output that does not match the
+    /// tool's `outputSchema`); they do not change the result.
+    pub warnings: Vec<String>,
+    /// The result as received.
+    pub raw: Value,
+}
+
+impl ToolResult {
+    /// Reads a `CallToolResult`.
+    pub fn from_result(raw: Value) -> Result<ToolResult, ClientError> {
+        if let Some(kind) = raw.get("resultType").and_then(Value::as_str)
+            && kind != "complete"
+        {
+            return Err(ClientError::Unsupported(format!(
+                "the server answered with resultType '{kind}' (it wants input this client does not provide)"
+            )));
+        }
+        let content = match raw.get("content") {
+            Some(Value::Array(blocks)) => blocks.clone(),
+            None => Vec::new(),
+            Some(other) => {
+                return Err(ClientError::Malformed(format!(
+                    "tools/call content is {}, not an array",
+                    sezzlee_json::kind_of(other)
+                )));
+            }
+        };
+        let is_error = match raw.get("isError") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(flag)) => *flag,
+            Some(other) => {
+                return Err(ClientError::Malformed(format!(
+                    "tools/call isError is {}, not a boolean",
+                    sezzlee_json::kind_of(other)
+                )));
+            }
+        };
+        Ok(ToolResult {
+            content,
+            structured: raw
+                .get("structuredContent")
+                .cloned()
+                .filter(|v| !v.is_null()),
+            is_error,
+            warnings: Vec::new(),
+            raw,
+        })
+    }
+
+    /// The text blocks, joined by newlines.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The result as JSON: `structuredContent`, else a lone text block that
+    /// parses as JSON.
+    pub fn json(&self) -> Option<Value> {
+        if let Some(structured) = &self.structured {
+            return Some(structured.clone());
+        }
+        match self.content.as_slice() {
+            [block] if block.get("type").and_then(Value::as_str) == Some("text") => block
+                .get("text")
+                .and_then(Value::as_str)
+                .and_then(|text| serde_json::from_str(text).ok()),
+            _ => None,
+        }
+    }
+}
+
+/// Why `instance` does not match `schema` (`None` when it does).
+pub fn schema_mismatch(schema: &Value, instance: &Value) -> Option<String> {
+    match jsonschema::validator_for(schema) {
+        Ok(validator) => {
+            let errors: Vec<String> = validator
+                .iter_errors(instance)
+                .take(5)
+                .map(|err| {
+                    let at = err.instance_path().to_string();
+                    format!("{} at '{}'", err, if at.is_empty() { "/" } else { &at })
+                })
+                .collect();
+            if errors.is_empty() {
+                None
+            } else {
+                Some(errors.join("; "))
+            }
+        }
+        Err(err) => Some(format!("the outputSchema does not compile: {err}")),
+    }
+}
+
+impl Client {
+    /// Every tool, from the cache while it is fresh.
+    pub async fn list_tools(&self) -> Result<Arc<ToolList>, ClientError> {
+        if let Some(list) = self.cached_tools() {
+            return Ok(list);
+        }
+        self.refresh_tools().await
+    }
+
+    /// The cached list, if still fresh.
+    pub fn cached_tools(&self) -> Option<Arc<ToolList>> {
+        let cache = self.tools.lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .as_ref()
+            .filter(|cached| Instant::now() < cached.fresh_until)
+            .map(|cached| cached.list.clone())
+    }
+
+    /// The last list fetched, fresh or not (until invalidated).
+    pub fn known_tools(&self) -> Option<Arc<ToolList>> {
+        let cache = self.tools.lock().unwrap_or_else(|p| p.into_inner());
+        cache.as_ref().map(|cached| cached.list.clone())
+    }
+
+    /// Forgets the cached list (a `list_changed` arrived).
+    pub fn invalidate_tools(&self) {
+        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Lists every page now, and caches the answer for its `ttlMs`
+    /// (capped by the configuration).
+    pub async fn refresh_tools(&self) -> Result<Arc<ToolList>, ClientError> {
+        let mut tools = Vec::new();
+        let mut rejected = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen_cursors = std::collections::HashSet::new();
+        let mut ttl_ms = None;
+        let mut pages = 0;
+        loop {
+            let mut params = Map::new();
+            if let Some(cursor) = &cursor {
+                params.insert("cursor".to_string(), json!(cursor));
+            }
+            let result = self.request("tools/list", params).await?;
+            pages += 1;
+            if pages == 1 {
+                ttl_ms = result.get("ttlMs").and_then(Value::as_u64);
+            }
+            let page = result
+                .get("tools")
+                .and_then(Value::as_array)
+                .ok_or_else(|| {
+                    ClientError::Malformed("the tools/list result has no tools array".to_string())
+                })?;
+            for definition in page {
+                match read_tool(definition) {
+                    Ok(tool) => tools.push(tool),
+                    Err((name, why)) => {
+                        tracing::warn!(tool = %name, "left out a tool definition: {why}");
+                        rejected.push((name, why));
+                    }
+                }
+            }
+            match result.get("nextCursor") {
+                None | Some(Value::Null) => break,
+                Some(Value::String(next)) => {
+                    if !seen_cursors.insert(next.clone()) {
+                        return Err(ClientError::Malformed(format!(
+                            "tools/list returned cursor '{next}' twice (a pagination loop)"
+                        )));
+                    }
+                    if pages >= MAX_PAGES {
+                        return Err(ClientError::Malformed(format!(
+                            "tools/list has more than {MAX_PAGES} pages"
+                        )));
+                    }
+                    cursor = Some(next.clone());
+                }
+                Some(other) => {
+                    return Err(ClientError::Malformed(format!(
+                        "tools/list nextCursor is {}, not a string",
+                        sezzlee_json::kind_of(other)
+                    )));
+                }
+            }
+        }
+        let fetched_at = Instant::now();
+        let list = Arc::new(ToolList {
+            tools,
+            rejected,
+            pages,
+            ttl_ms,
+            fetched_at,
+        });
+        let mut ttl = Duration::from_millis(ttl_ms.unwrap_or(0));
+        if let Some(cap) = self.config().cache_ttl_cap {
+            ttl = ttl.min(cap);
+        }
+        // Kept even when it may not be reused (ttl 0): the last definitions
+        // seen still say which headers to mirror and what output to expect.
+        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = Some(Cached {
+            list: list.clone(),
+            fresh_until: fetched_at + ttl,
+        });
+        Ok(list)
+    }
+
+    /// `tools/call` with the configured timeout.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<ToolResult, ClientError> {
+        self.call_tool_with_timeout(name, arguments, self.config().timeout)
+            .await
+    }
+
+    /// `tools/call` within `timeout`.
+    pub async fn call_tool_with_timeout(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+    ) -> Result<ToolResult, ClientError> {
+        // The definition, if this client has listed it: it says which
+        // arguments to mirror into headers and what output to expect. (A
+        // stale one is corrected by the server's -32020 below.)
+        let mut tool = self.known_tools().and_then(|list| list.get(name).cloned());
+        let mut relisted = false;
+        loop {
+            let headers = match &tool {
+                Some(tool) => {
+                    rpc::mirror(&tool.header_params, &arguments).map_err(ClientError::Usage)?
+                }
+                None => Vec::new(),
+            };
+            let mut params = Map::new();
+            params.insert("name".to_string(), json!(name));
+            params.insert("arguments".to_string(), arguments.clone());
+            match self
+                .request_with("tools/call", params, &headers, timeout)
+                .await
+            {
+                Ok(raw) => {
+                    let mut result = ToolResult::from_result(raw)?;
+                    if tool.is_none() && result.structured.is_some() && !result.is_error {
+                        // Structured output to check and no definition yet:
+                        // list (a failure only skips the check).
+                        match self.list_tools().await {
+                            Ok(list) => tool = list.get(name).cloned(),
+                            Err(err) => tracing::debug!("no outputSchema check: {err}"),
+                        }
+                    }
+                    if let Some(tool) = &tool {
+                        check_output(tool, &mut result);
+                    }
+                    return Ok(result);
+                }
+                // Headers the tool's schema asks for were missing or wrong:
+                // list again (the spec's remedy) and retry once.
+                Err(ClientError::Rpc(error)) if error.code == HEADER_MISMATCH && !relisted => {
+                    relisted = true;
+                    let fresh = self.refresh_tools().await?.get(name).cloned();
+                    if fresh.is_none() {
+                        return Err(ClientError::Rpc(error));
+                    }
+                    tool = fresh;
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+}
+
+/// A definition as a [`Tool`], or why it is left out.
+fn read_tool(definition: &Value) -> Result<Tool, (String, String)> {
+    let name = definition
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ("(no name)".to_string(), "it has no name".to_string()))?
+        .to_string();
+    let header_params = match definition.get("inputSchema") {
+        Some(schema) => rpc::header_params(schema).map_err(|why| (name.clone(), why))?,
+        None => Vec::new(),
+    };
+    Ok(Tool {
+        name,
+        definition: definition.clone(),
+        header_params,
+    })
+}
+
+/// Adds a warning when a successful result does not match the tool's
+/// `outputSchema`.
+fn check_output(tool: &Tool, result: &mut ToolResult) {
+    let Some(schema) = tool.output_schema() else {
+        return;
+    };
+    if result.is_error {
+        return;
+    }
+    match &result.structured {
+        None => result.warnings.push(format!(
+            "tool '{}' declares an outputSchema but returned no structuredContent",
+            tool.name
+        )),
+        Some(structured) => {
+            if let Some(why) = schema_mismatch(schema, structured) {
+                result.warnings.push(format!(
+                    "tool '{}' returned structuredContent that does not match its outputSchema: {why}",
+                    tool.name
+                ));
+            }
+        }
+    }
+    for warning in &result.warnings {
+        tracing::warn!("{warning}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_are_read_strictly() {
+        let ok =
+            ToolResult::from_result(json!({"content": [{"type": "text", "text": "{\"a\":1}"}]}))
+                .unwrap();
+        assert!(!ok.is_error);
+        assert_eq!(ok.json(), Some(json!({"a": 1})));
+        let failed = ToolResult::from_result(
+            json!({"content": [{"type": "text", "text": "boom"}], "isError": true}),
+        )
+        .unwrap();
+        assert!(failed.is_error);
+        assert_eq!(failed.text(), "boom");
+        assert_eq!(failed.json(), None);
+        assert!(ToolResult::from_result(json!({"content": "x"})).is_err());
+        assert!(ToolResult::from_result(json!({"content": [], "isError": "yes"})).is_err());
+        assert!(
+            ToolResult::from_result(json!({"resultType": "input_required", "inputRequests": {}}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn output_is_checked_against_the_schema() {
+        let schema =
+            json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]});
+        assert_eq!(schema_mismatch(&schema, &json!({"x": 1})), None);
+        assert!(schema_mismatch(&schema, &json!({"x": "1"})).is_some());
+        let tool = Tool {
+            name: "t".to_string(),
+            definition: json!({"name": "t", "outputSchema": schema}),
+            header_params: Vec::new(),
+        };
+        let mut result =
+            ToolResult::from_result(json!({"content": [], "structuredContent": {"y": 1}})).unwrap();
+        check_output(&tool, &mut result);
+        assert_eq!(result.warnings.len(), 1, "{:?}", result.warnings);
+        let mut result = ToolResult::from_result(json!({"content": []})).unwrap();
+        check_output(&tool, &mut result);
+        assert_eq!(result.warnings.len(), 1);
+    }
+}

@@ -1,0 +1,188 @@
+//! The one place that talks to APIs: send the built request, read a
+//! bounded response, classify what happened.
+//!
+//! Redirects are never followed (a 3xx is reported as it is), each backend
+//! has a timeout, and at most `max_response_bytes` of a response are read,
+//! so a slow or huge backend cannot hold the gateway. Failures say whether
+//! the request may have reached the backend, because that decides whether
+//! retrying is safe.
+
+pub mod request;
+pub mod response;
+
+use request::{Body, Outgoing};
+use reqwest::redirect::Policy;
+use response::BackendResponse;
+use std::time::Duration;
+
+/// Default per-backend timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most response bytes read from a backend.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Why a call produced no HTTP response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// No connection could be made: the request did not reach the backend.
+    Unavailable { detail: String, maybe_reached: bool },
+    /// No complete answer in time: the request may have reached the backend.
+    Timeout { after: Duration },
+}
+
+/// The shared HTTP client (connection pools are per backend host).
+pub struct Client {
+    http: reqwest::Client,
+    pub max_response_bytes: usize,
+}
+
+impl Client {
+    /// The backend client, or why it cannot be made (the TLS stack could not
+    /// start). There is no fallback: any other client would follow
+    /// redirects, which a gateway calling APIs on a caller's behalf must
+    /// never do, so start-up fails instead.
+    pub fn new(max_response_bytes: usize) -> Result<Client, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .redirect(Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()?;
+        Ok(Client {
+            http,
+            max_response_bytes,
+        })
+    }
+
+    /// Sends one request and reads its response within `timeout`.
+    pub async fn send(
+        &self,
+        outgoing: Outgoing,
+        timeout: Duration,
+    ) -> Result<BackendResponse, Failure> {
+        let method = reqwest::Method::from_bytes(outgoing.method.as_bytes()).map_err(|_| {
+            Failure::Unavailable {
+                detail: format!("'{}' is not an HTTP method", outgoing.method),
+                maybe_reached: false,
+            }
+        })?;
+        let mut builder = self.http.request(method, &outgoing.url);
+        for (name, value) in &outgoing.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        builder = match outgoing.body {
+            None => builder,
+            Some(Body::Bytes {
+                content_type,
+                bytes,
+            }) => builder.header("content-type", content_type).body(bytes),
+            Some(Body::Multipart(parts)) => {
+                let mut form = reqwest::multipart::Form::new();
+                for part in parts {
+                    let mut item = reqwest::multipart::Part::bytes(part.bytes);
+                    if part.file {
+                        item = item.file_name(part.name.clone());
+                    }
+                    if let Some(content_type) = &part.content_type {
+                        item = item
+                            .mime_str(content_type)
+                            .map_err(|_| Failure::Unavailable {
+                                detail: format!("'{content_type}' is not a media type"),
+                                maybe_reached: false,
+                            })?;
+                    }
+                    form = form.part(part.name, item);
+                }
+                builder.multipart(form)
+            }
+        };
+        let request = builder.build().map_err(|err| Failure::Unavailable {
+            detail: format!("the request could not be built: {err}"),
+            maybe_reached: false,
+        })?;
+        let max = self.max_response_bytes;
+        let exchange = async {
+            let response = self.http.execute(request).await.map_err(classify)?;
+            response::read(response, max).await
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::Timeout { after: timeout }),
+        }
+    }
+}
+
+/// A connection refused or reset before a response: did bytes leave?
+fn classify(err: reqwest::Error) -> Failure {
+    let maybe_reached = !err.is_connect();
+    let mut detail = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        detail.push_str(": ");
+        detail.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    // A connect timeout is a connection failure: nothing was sent.
+    if err.is_timeout() && !err.is_connect() {
+        return Failure::Timeout {
+            after: Duration::ZERO,
+        };
+    }
+    Failure::Unavailable {
+        detail,
+        maybe_reached,
+    }
+}
+
+/// The variable naming the gateway's own address (`http://HOST:PORT`), so a
+/// catalog can point at a backend the gateway itself serves (the demo).
+pub const SELF_VARIABLE: &str = "SEZZLEE_SELF";
+
+/// `${NAME}` references replaced by environment variables (and
+/// `${SEZZLEE_SELF}` by `self_url`); a missing one is an error naming it
+/// (never its value).
+pub fn expand_env(text: &str, self_url: Option<&str>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = &after[..end];
+        let value = match (name, self_url) {
+            (SELF_VARIABLE, Some(url)) => url.to_string(),
+            _ => std::env::var(name)
+                .map_err(|_| format!("environment variable {name} is not set"))?,
+        };
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_references_expand() {
+        assert_eq!(expand_env("plain", None).unwrap(), "plain");
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(
+            expand_env("a ${PATH} b", None).unwrap(),
+            format!("a {path} b")
+        );
+        assert!(
+            expand_env("${SEZZLEE_SURELY_UNSET_VARIABLE}", None)
+                .unwrap_err()
+                .contains("SEZZLEE_SURELY_UNSET_VARIABLE")
+        );
+        assert_eq!(expand_env("${unclosed", None).unwrap(), "${unclosed");
+        assert_eq!(
+            expand_env("${SEZZLEE_SELF}/demo", Some("http://127.0.0.1:1")).unwrap(),
+            "http://127.0.0.1:1/demo"
+        );
+    }
+}

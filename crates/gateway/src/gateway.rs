@@ -1,0 +1,100 @@
+//! The running gateway's shared state: settings, the catalog store, the
+//! backend client, open listen streams and the shutdown signal.
+//!
+//! Built once at start-up and shared by every request through one `Arc`;
+//! no other global state exists.
+
+use crate::auth::Authenticator;
+use crate::backend::Client;
+use crate::mcp::listen::Registry;
+use crate::settings::Settings;
+use crate::store::{Served, Store};
+use sezzlee_catalog::{Catalog, Sources};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::watch;
+
+/// Why a gateway could not be built.
+#[derive(Debug)]
+pub enum StartError {
+    /// The catalogs folder could not be read.
+    Catalogs { dir: PathBuf, error: std::io::Error },
+    /// The backend HTTP client could not be made.
+    Backend(reqwest::Error),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Catalogs { dir, error } => {
+                write!(f, "cannot read catalogs folder {}: {error}", dir.display())
+            }
+            StartError::Backend(error) => {
+                write!(f, "cannot create the backend HTTP client: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+pub struct Gateway {
+    pub settings: Settings,
+    /// Verifies the credentials requests carry.
+    pub auth: Authenticator,
+    pub store: Arc<Store>,
+    pub backend: Client,
+    pub streams: Arc<Registry>,
+    /// `http://HOST:PORT` once bound: `${SEZZLEE_SELF}` in backend URLs.
+    pub self_url: std::sync::OnceLock<String>,
+    /// Flips to `true` once shutdown begins.
+    pub shutdown: watch::Sender<bool>,
+}
+
+impl Gateway {
+    /// A gateway serving `catalog` as generation 0.
+    pub fn new(
+        settings: Settings,
+        catalog: Catalog,
+        build: std::time::Duration,
+    ) -> Result<Arc<Gateway>, StartError> {
+        let (shutdown, _) = watch::channel(false);
+        // Fail closed: with auth configured but unloadable, every caller is
+        // anonymous (server::load_checked refuses to start in that case).
+        let auth = Authenticator::from_settings(settings.auth.as_ref()).unwrap_or_else(|why| {
+            tracing::error!("auth configuration: {why}; every caller is treated as anonymous");
+            Authenticator::deny_all()
+        });
+        let backend = Client::new(settings.max_response_bytes).map_err(StartError::Backend)?;
+        Ok(Arc::new(Gateway {
+            auth,
+            backend,
+            store: Arc::new(Store::new(
+                Served::new(catalog, 0, build).with_search_cache(settings.search_cache_bytes),
+            )),
+            settings,
+            streams: Arc::new(Registry::default()),
+            shutdown,
+            self_url: std::sync::OnceLock::new(),
+        }))
+    }
+
+    /// Builds the catalog from the configured folder, then the gateway.
+    pub fn load(settings: Settings) -> Result<(Arc<Gateway>, Sources), StartError> {
+        let started = Instant::now();
+        let sources =
+            Sources::scan(&settings.catalogs, None).map_err(|error| StartError::Catalogs {
+                dir: settings.catalogs.clone(),
+                error,
+            })?;
+        let catalog = Catalog::build(&sources);
+        let gateway = Gateway::new(settings, catalog, started.elapsed())?;
+        Ok((gateway, sources))
+    }
+
+    /// Starts shutdown: listen streams send their closing result and end.
+    pub fn begin_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+}

@@ -1,0 +1,20 @@
+//! The sezzlee gateway: the MCP endpoint over a folder of API catalogs, the
+//! three tools behind it, calls to the real backends, per-caller
+//! visibility, live reload and status.
+//!
+//! The catalog itself (documents → tools, search index) is the pure
+//! `sezzlee-catalog` crate; this crate is everything that runs. See
+//! ARCHITECTURE.md for the map.
+
+pub mod auth;
+pub mod backend;
+pub mod demo;
+pub mod gateway;
+pub mod mcp;
+pub mod reload;
+pub mod server;
+pub mod settings;
+pub mod status;
+pub mod store;
+pub mod tools;
+pub mod visibility;

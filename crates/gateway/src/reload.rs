@@ -1,0 +1,223 @@
+//! Live catalogs: watch the folder, rebuild off the request path, swap.
+//!
+//! Any file-system event under the catalogs folder (or SIGHUP, or the
+//! polling timer) schedules a rescan after a quiet period (the debounce),
+//! so every way editors and orchestrators change files (rename over,
+//! truncate-then-write, several chunks, a moved folder, a ConfigMap's
+//! `..data` symlink swap) ends in one rescan of the settled folder. Files
+//! whose bytes did not change are not parsed again; a file that stops
+//! parsing keeps its last good version. The generation goes up only when
+//! something an agent can observe changed.
+
+use crate::gateway::Gateway;
+use crate::settings::WatchMode;
+use crate::store::Served;
+use notify::{RecursiveMode, Watcher};
+use sezzlee_catalog::{Catalog, Severity, Sources};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// Longest a burst of events can postpone a rescan.
+const MAX_DELAY: Duration = Duration::from_secs(2);
+/// A safety net: rescan this often even without events (cheap: unchanged
+/// files are hashed, not parsed), for events a watcher can miss, such as
+/// the catalogs folder itself being replaced.
+const SAFETY_RESCAN: Duration = Duration::from_secs(30);
+
+/// What one rescan did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// No file changed.
+    Unchanged,
+    /// Files changed but nothing an agent can observe: swapped, same generation.
+    Swapped,
+    /// Swapped with a new generation.
+    Bumped(u64),
+    /// The folder could not be read; the served catalog stays.
+    Failed,
+}
+
+/// The reloader's state: the last sources read (for hash reuse).
+pub struct Reloader {
+    gateway: Arc<Gateway>,
+    sources: tokio::sync::Mutex<Sources>,
+}
+
+impl Reloader {
+    pub fn new(gateway: Arc<Gateway>, sources: Sources) -> Arc<Reloader> {
+        Arc::new(Reloader {
+            gateway,
+            sources: tokio::sync::Mutex::new(sources),
+        })
+    }
+
+    /// Rescans the folder and swaps in the result when it differs.
+    pub async fn rescan(&self) -> Outcome {
+        let mut sources = self.sources.lock().await;
+        let dir = self.gateway.settings.catalogs.clone();
+        let previous = sources.clone();
+        let started = Instant::now();
+        let scanned = tokio::task::spawn_blocking(move || {
+            let next = Sources::scan(&dir, Some(&previous))?;
+            if same_files(&previous, &next) {
+                return Ok::<_, std::io::Error>((next, None));
+            }
+            // Cards, folded tags and rules are prepared here too, off the
+            // async workers.
+            let catalog = Catalog::build(&next);
+            let prepared = crate::tools::Prepared::new(&catalog);
+            Ok((next, Some((catalog, prepared))))
+        })
+        .await;
+        let (next, catalog) = match scanned {
+            Ok(Ok(result)) => result,
+            Ok(Err(err)) => {
+                tracing::error!("cannot read the catalogs folder: {err}; the served catalog stays");
+                return Outcome::Failed;
+            }
+            Err(err) => {
+                tracing::error!("catalog rebuild failed: {err}; the served catalog stays");
+                return Outcome::Failed;
+            }
+        };
+        *sources = next;
+        let Some((catalog, prepared)) = catalog else {
+            return Outcome::Unchanged;
+        };
+        for diagnostic in &catalog.diagnostics {
+            match diagnostic.severity {
+                Severity::Error => tracing::warn!("{diagnostic}"),
+                Severity::Warning => tracing::info!("{diagnostic}"),
+            }
+        }
+        let served = self.gateway.store.current();
+        let changed = served.catalog.fingerprint() != catalog.fingerprint();
+        let generation = served.generation + u64::from(changed);
+        let tools = catalog.tools().len();
+        let previous = self.gateway.store.swap(
+            Served::with_prepared(catalog, prepared, generation, started.elapsed())
+                .with_search_cache(self.gateway.settings.search_cache_bytes),
+        );
+        drop(served);
+        // Dropping a large catalog takes a while; not on an async worker.
+        tokio::task::spawn_blocking(move || drop(previous));
+        tracing::info!(
+            generation,
+            tools,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "catalog reloaded"
+        );
+        if changed {
+            Outcome::Bumped(generation)
+        } else {
+            Outcome::Swapped
+        }
+    }
+}
+
+/// Same paths with the same hashes.
+fn same_files(a: &Sources, b: &Sources) -> bool {
+    a.files.len() == b.files.len()
+        && a.files
+            .iter()
+            .zip(b.files.iter())
+            .all(|((pa, fa), (pb, fb))| pa == pb && fa.hash == fb.hash)
+}
+
+/// Starts watching per the settings; the returned guard keeps the
+/// file-system watcher alive.
+pub fn start(reloader: Arc<Reloader>) -> Option<notify::RecommendedWatcher> {
+    let settings = reloader.gateway.settings.clone();
+    let wake = Arc::new(Notify::new());
+    let watcher = match settings.watch {
+        WatchMode::Events => watch_events(&settings.catalogs, wake.clone()),
+        WatchMode::Poll | WatchMode::Off => None,
+    };
+    spawn_sighup(wake.clone());
+    let poll = match settings.watch {
+        WatchMode::Poll => Some(settings.poll_interval),
+        WatchMode::Events => Some(SAFETY_RESCAN),
+        WatchMode::Off => None,
+    };
+    tokio::spawn(debounce_loop(reloader, wake, settings.debounce, poll));
+    watcher
+}
+
+fn watch_events(dir: &std::path::Path, wake: Arc<Notify>) -> Option<notify::RecommendedWatcher> {
+    let handler = move |event: notify::Result<notify::Event>| {
+        if event.is_ok() {
+            wake.notify_one();
+        }
+    };
+    let mut watcher = match notify::recommended_watcher(handler) {
+        Ok(watcher) => watcher,
+        Err(err) => {
+            tracing::error!("cannot watch the catalogs folder ({err}); use --watch poll");
+            return None;
+        }
+    };
+    if let Err(err) = watcher.watch(dir, RecursiveMode::Recursive) {
+        tracing::error!("cannot watch {} ({err}); use --watch poll", dir.display());
+        return None;
+    }
+    Some(watcher)
+}
+
+#[cfg(unix)]
+fn spawn_sighup(wake: Arc<Notify>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    // Registered before returning, not in the task: a SIGHUP sent as soon
+    // as the server listens must rescan, not end the process (the default
+    // action of SIGHUP).
+    let mut hangup = match signal(SignalKind::hangup()) {
+        Ok(hangup) => hangup,
+        Err(err) => {
+            tracing::error!("cannot handle SIGHUP ({err}); it will not rescan");
+            return;
+        }
+    };
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            tracing::info!("SIGHUP: rescanning the catalogs folder");
+            wake.notify_one();
+        }
+    });
+}
+
+#[cfg(not(unix))]
+fn spawn_sighup(_wake: Arc<Notify>) {}
+
+/// Waits for a wake-up (or the poll interval), then for `debounce` of
+/// quiet (at most [`MAX_DELAY`]), then rescans.
+async fn debounce_loop(
+    reloader: Arc<Reloader>,
+    wake: Arc<Notify>,
+    debounce: Duration,
+    poll: Option<Duration>,
+) {
+    let mut shutdown = reloader.gateway.shutdown.subscribe();
+    loop {
+        let woken = async {
+            match poll {
+                Some(interval) => {
+                    let _ = tokio::time::timeout(interval, wake.notified()).await;
+                }
+                None => wake.notified().await,
+            }
+        };
+        tokio::select! {
+            _ = woken => {}
+            _ = shutdown.changed() => return,
+        }
+        let burst_started = Instant::now();
+        loop {
+            let remaining = MAX_DELAY.saturating_sub(burst_started.elapsed());
+            let quiet = debounce.min(remaining);
+            if quiet.is_zero() || tokio::time::timeout(quiet, wake.notified()).await.is_err() {
+                break;
+            }
+        }
+        reloader.rescan().await;
+    }
+}

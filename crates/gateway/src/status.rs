@@ -1,0 +1,141 @@
+//! `GET /status` and `GET /metrics`: what an operator needs to see.
+//!
+//! Status is JSON for people and scripts (generation, documents, tool
+//! counts, diagnostics, the last reload); metrics are the same numbers in
+//! Prometheus text format. Neither ever shows a secret.
+
+use crate::gateway::Gateway;
+use crate::mcp::http::json_response;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use sezzlee_catalog::Severity;
+use std::fmt::Write;
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
+    let served = gateway.store.current();
+    let catalog = &served.catalog;
+    let loaded_at = served
+        .loaded_at
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default();
+    let documents: Vec<_> = catalog
+        .documents
+        .iter()
+        .map(|d| json!({"file": &*d.file, "namespace": d.namespace, "operations": d.operations, "tools": d.tools}))
+        .collect();
+    let cache = served.search_cache.figures();
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "generation": served.generation,
+            "tools": catalog.tools().len(),
+            "documents": documents,
+            "errors": catalog.errors(),
+            "warnings": catalog.warnings(),
+            "diagnostics": catalog.diagnostics,
+            "lastReload": {"atUnixMs": loaded_at, "durationMs": served.build_duration.as_secs_f64() * 1000.0},
+            "listenStreams": gateway.streams.count(),
+            "searchCache": {
+                "answers": cache.answers,
+                "keywords": cache.keywords,
+                "bytes": cache.bytes,
+                "capacityBytes": cache.capacity_bytes,
+                "hits": cache.hits,
+                "misses": cache.misses,
+            },
+        }),
+    )
+}
+
+pub async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
+    let served = gateway.store.current();
+    let catalog = &served.catalog;
+    let mut out = String::new();
+    let mut gauge = |name: &str, help: &str, value: String| {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+        );
+    };
+    gauge(
+        "sezzlee_catalog_generation",
+        "Catalog generation served (starts at 0 per process).",
+        served.generation.to_string(),
+    );
+    gauge(
+        "sezzlee_catalog_tools",
+        "Tools in the served catalog.",
+        catalog.tools().len().to_string(),
+    );
+    gauge(
+        "sezzlee_catalog_documents",
+        "Documents in the served catalog.",
+        catalog.documents.len().to_string(),
+    );
+    gauge(
+        "sezzlee_catalog_build_seconds",
+        "Duration of the last catalog build.",
+        served.build_duration.as_secs_f64().to_string(),
+    );
+    gauge(
+        "sezzlee_listen_streams",
+        "Open subscriptions/listen streams.",
+        gateway.streams.count().to_string(),
+    );
+    let cache = served.search_cache.figures();
+    gauge(
+        "sezzlee_search_cache_answers",
+        "search_tools answers cached for the served catalog.",
+        cache.answers.to_string(),
+    );
+    gauge(
+        "sezzlee_search_cache_keywords",
+        "Common keywords whose effect on the scores is cached for the served catalog.",
+        cache.keywords.to_string(),
+    );
+    gauge(
+        "sezzlee_search_cache_bytes",
+        "Bytes held by the search cache of the served catalog.",
+        cache.bytes.to_string(),
+    );
+    // Counted per catalog generation: they start again at 0 on reload,
+    // which Prometheus' rate() treats as a counter reset.
+    for (name, help, value) in [
+        (
+            "sezzlee_search_cache_hits_total",
+            "search_tools calls answered from the cache since the served catalog was loaded.",
+            cache.hits,
+        ),
+        (
+            "sezzlee_search_cache_misses_total",
+            "search_tools calls ranked anew since the served catalog was loaded.",
+            cache.misses,
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+        );
+    }
+    let errors = catalog
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let warnings = catalog.diagnostics.len() - errors;
+    let _ = writeln!(
+        out,
+        "# HELP sezzlee_catalog_diagnostics Diagnostics of the served catalog.\n# TYPE sezzlee_catalog_diagnostics gauge\nsezzlee_catalog_diagnostics{{severity=\"error\"}} {errors}\nsezzlee_catalog_diagnostics{{severity=\"warning\"}} {warnings}"
+    );
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        out,
+    )
+        .into_response()
+}

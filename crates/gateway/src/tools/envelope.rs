@@ -1,0 +1,248 @@
+//! The payload every tool result shares: JSON in one text block.
+//!
+//! Success is the answer itself; failure is `{"error", "message",
+//! "retryable", …}` with `isError: true`. Codes are spelled once here, and
+//! every message says what to do next.
+
+use serde_json::{Map, Value, json};
+use sezzlee_json::{kind_of, string_literal};
+use std::sync::Arc;
+
+/// A tool's answer before the protocol layer wraps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolAnswer {
+    body: Body,
+    /// The failure's code; `None` for a success.
+    failure: Option<Code>,
+}
+
+/// The answer's JSON, as a value, as text, or as text ready for a message.
+#[derive(Debug, Clone, PartialEq)]
+enum Body {
+    /// Built, not yet serialised.
+    Value(Value),
+    /// Serialised by the budget check (so the protocol layer does not
+    /// serialise it again).
+    Text(String),
+    /// Serialised and escaped: the JSON string literal (quotes included)
+    /// of the text, as it stands in the message. A search page is built
+    /// this way from cards escaped once per catalog, and shared with the
+    /// search cache, so a page is never escaped per request.
+    Escaped(Arc<str>),
+}
+
+/// Failure codes of the envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    InvalidType,
+    InvalidArguments,
+    UnknownTool,
+    ToolChanged,
+    ResponseTooLarge,
+    BackendStatus,
+    BackendUnavailable,
+    BackendTimeout,
+    InternalError,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::InvalidType => "invalid_type",
+            Code::InvalidArguments => "invalid_arguments",
+            Code::UnknownTool => "unknown_tool",
+            Code::ToolChanged => "tool_changed",
+            Code::ResponseTooLarge => "response_too_large",
+            Code::BackendStatus => "backend_status",
+            Code::BackendUnavailable => "backend_unavailable",
+            Code::BackendTimeout => "backend_timeout",
+            Code::InternalError => "internal_error",
+        }
+    }
+}
+
+impl ToolAnswer {
+    pub fn ok(payload: Value) -> ToolAnswer {
+        ToolAnswer {
+            body: Body::Value(payload),
+            failure: None,
+        }
+    }
+
+    /// A successful answer given as the JSON string literal of its text
+    /// (a search page).
+    pub fn ok_escaped(literal: Arc<str>) -> ToolAnswer {
+        ToolAnswer {
+            body: Body::Escaped(literal),
+            failure: None,
+        }
+    }
+
+    /// A failure with extra fields after `error`, `message`, `retryable`.
+    pub fn fail(
+        code: Code,
+        message: impl Into<String>,
+        retryable: bool,
+        extra: Map<String, Value>,
+    ) -> ToolAnswer {
+        let mut payload = Map::new();
+        payload.insert("error".to_string(), json!(code.as_str()));
+        payload.insert("message".to_string(), json!(message.into()));
+        payload.insert("retryable".to_string(), json!(retryable));
+        payload.extend(extra);
+        ToolAnswer {
+            body: Body::Value(Value::Object(payload)),
+            failure: Some(code),
+        }
+    }
+
+    /// The text block's JSON, taken out (serialised now if it was not yet).
+    pub fn into_text(self) -> String {
+        match self.body {
+            Body::Text(text) => text,
+            Body::Value(payload) => payload.to_string(),
+            Body::Escaped(literal) => unescape(&literal),
+        }
+    }
+
+    /// The JSON string literal of the text block, as it stands in a
+    /// message (escaped now unless it was built escaped).
+    pub fn into_literal(self) -> Arc<str> {
+        match self.body {
+            Body::Escaped(literal) => literal,
+            Body::Text(text) => Arc::from(string_literal(&text)),
+            Body::Value(payload) => Arc::from(string_literal(&payload.to_string())),
+        }
+    }
+
+    /// The JSON string literal of the text block, when it was built so.
+    pub fn literal(&self) -> Option<&Arc<str>> {
+        match &self.body {
+            Body::Escaped(literal) => Some(literal),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a failure (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        self.failure.is_some()
+    }
+
+    /// The failure code, when this is a failure.
+    pub fn code(&self) -> Option<&str> {
+        self.failure.map(Code::as_str)
+    }
+}
+
+/// Characters, not bytes: cheap to count, and a bound on them is what an
+/// agent's context sees.
+fn characters(text: &str) -> usize {
+    if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    }
+}
+
+/// The text of a JSON string literal this module or a tool made.
+fn unescape(literal: &str) -> String {
+    serde_json::from_str(literal).unwrap_or_default()
+}
+
+/// `unknown_tool`: the same answer for a name that does not exist and for a
+/// tool the caller may not see.
+pub fn unknown_tool(name: &str) -> ToolAnswer {
+    ToolAnswer::fail(
+        Code::UnknownTool,
+        format!(
+            "There is no tool named '{name}'. Use search_tools to find the right name, then load_tool with it."
+        ),
+        false,
+        Map::new(),
+    )
+}
+
+/// `invalid_type`: an argument arrived as the wrong kind of JSON value.
+pub fn invalid_type(argument: &str, expected: &str, got: &Value) -> ToolAnswer {
+    ToolAnswer::fail(
+        Code::InvalidType,
+        format!(
+            "'{argument}' must be {expected}, but {} arrived. Send it as {expected}.",
+            kind_of(got)
+        ),
+        false,
+        Map::new(),
+    )
+}
+
+/// Refuses an answer whose serialisation exceeds `budget` characters,
+/// naming the arguments that shrink it.
+pub fn within_budget(answer: ToolAnswer, budget: usize, shrink_hint: &str) -> ToolAnswer {
+    let ToolAnswer { body, failure } = answer;
+    let (size, body) = match body {
+        // An escaped text has at least as many bytes as its text has
+        // characters: only a long one needs counting.
+        Body::Escaped(literal) if literal.len().saturating_sub(2) <= budget => {
+            (0, Body::Escaped(literal))
+        }
+        Body::Escaped(literal) => (characters(&unescape(&literal)), Body::Escaped(literal)),
+        Body::Value(payload) => {
+            let text = payload.to_string();
+            (characters(&text), Body::Text(text))
+        }
+        Body::Text(text) => (characters(&text), Body::Text(text)),
+    };
+    if size <= budget {
+        return ToolAnswer { body, failure };
+    }
+    ToolAnswer::fail(
+        Code::ResponseTooLarge,
+        format!(
+            "The answer would be {size} characters, over the response budget of {budget}. {shrink_hint}"
+        ),
+        false,
+        Map::from_iter([
+            ("size".to_string(), json!(size)),
+            ("budget".to_string(), json!(budget)),
+        ]),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn escaped(text: &str) -> ToolAnswer {
+        ToolAnswer::ok_escaped(Arc::from(string_literal(text)))
+    }
+
+    #[test]
+    fn an_answer_reads_the_same_however_it_was_built() {
+        let payload = json!({"total": 1, "note": "say \"hi\" \u{2014} é"});
+        let text = payload.to_string();
+        for answer in [
+            ToolAnswer::ok(payload.clone()),
+            within_budget(ToolAnswer::ok(payload.clone()), 1_000, ""),
+            escaped(&text),
+        ] {
+            assert_eq!(&*answer.clone().into_literal(), string_literal(&text));
+            assert_eq!(answer.into_text(), text);
+        }
+    }
+
+    /// The budget counts characters of the text, not bytes of its escaped
+    /// form: quotes escape to two bytes, `é` is two bytes and one
+    /// character.
+    #[test]
+    fn the_budget_of_an_escaped_answer_counts_its_characters() {
+        let text = format!("\"{}\"", "é".repeat(98));
+        assert_eq!(text.chars().count(), 100);
+        assert!(string_literal(&text).len() > 200);
+        assert!(!within_budget(escaped(&text), 100, "").is_error());
+        let refused = within_budget(escaped(&text), 99, "Ask for less.");
+        assert_eq!(refused.code(), Some("response_too_large"));
+        let refusal: Value = serde_json::from_str(&refused.into_text()).unwrap();
+        assert_eq!(refusal["size"], 100);
+        assert_eq!(refusal["budget"], 99);
+    }
+}

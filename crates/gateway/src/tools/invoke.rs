@@ -1,0 +1,387 @@
+//! invoke_tool: exact, safe calls to the real backend, pinned to the
+//! version the agent loaded.
+//!
+//! The order is the contract: an unknown (or hidden) name first, whatever
+//! `version` says; then the `arguments` coercion; then the pin, refused
+//! before anything is sent; then validation against the inputSchema; only
+//! then is a request built and sent. Results keep the backend's status and
+//! body and drop whatever an agent cannot use.
+
+use super::Context;
+use super::envelope::{Code, ToolAnswer, invalid_type, unknown_tool};
+use super::load::find_visible;
+use crate::backend::request::{self, Problem};
+use crate::backend::response::BackendResponse;
+use crate::backend::{DEFAULT_TIMEOUT, Failure, expand_env};
+use serde_json::{Map, Value, json};
+use sezzlee_catalog::Tool;
+use sezzlee_json::kind_of;
+use std::time::Duration;
+
+/// Statuses worth retrying as they are.
+const RETRYABLE: [u16; 5] = [408, 429, 502, 503, 504];
+
+pub async fn run(context: &Context<'_>, arguments: &Value) -> ToolAnswer {
+    let name = match arguments.get("name") {
+        Some(Value::String(name)) => name,
+        None | Some(Value::Null) => {
+            return ToolAnswer::fail(
+                Code::InvalidArguments,
+                "invoke_tool needs 'name': the name of a tool as search_tools returned it.",
+                false,
+                Map::new(),
+            );
+        }
+        Some(other) => return invalid_type("name", "a string", other),
+    };
+    let Some((tool, _)) = find_visible(context, name) else {
+        return unknown_tool(name);
+    };
+    let call_arguments = match coerce_arguments(name, arguments.get("arguments")) {
+        Ok(call_arguments) => call_arguments,
+        Err(answer) => return answer,
+    };
+    match arguments.get("version") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(pinned)) if *pinned == tool.version => {}
+        Some(Value::String(_)) => return tool_changed(name),
+        Some(other) => {
+            return invalid_type(
+                "version",
+                "a string (the version load_tool returned)",
+                other,
+            );
+        }
+    }
+    if let Err(problems) = validate(context, tool, &call_arguments) {
+        return invalid_arguments(tool, problems);
+    }
+    dispatch(context, tool, call_arguments).await
+}
+
+/// `null`/absent → `{}`; an object as is; a string holding a JSON object
+/// is unwrapped (and the rewrite logged); anything else is refused.
+fn coerce_arguments(
+    name: &str,
+    arguments: Option<&Value>,
+) -> Result<Map<String, Value>, ToolAnswer> {
+    match arguments {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(map)) => Ok(map.clone()),
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => {
+                tracing::info!(
+                    tool = name,
+                    "invoke_tool: 'arguments' arrived as a JSON string; unwrapped it into an object"
+                );
+                Ok(map)
+            }
+            _ => Err(ToolAnswer::fail(
+                Code::InvalidType,
+                "'arguments' must be an object, but a string arrived that is not a JSON object. Send the arguments as a JSON object whose keys are the inputSchema's properties.",
+                false,
+                Map::new(),
+            )),
+        },
+        Some(other) => Err(ToolAnswer::fail(
+            Code::InvalidType,
+            format!(
+                "'arguments' must be an object, but {} arrived. Send the arguments as a JSON object whose keys are the inputSchema's properties.",
+                kind_of(other)
+            ),
+            false,
+            Map::new(),
+        )),
+    }
+}
+
+fn tool_changed(name: &str) -> ToolAnswer {
+    ToolAnswer::fail(
+        Code::ToolChanged,
+        format!(
+            "The tool '{name}' changed after it was loaded, so the call was refused before reaching the backend. Load it again with load_tool and retry with the new version."
+        ),
+        false,
+        Map::new(),
+    )
+}
+
+/// Every schema violation, with its JSON pointer.
+fn validate(
+    context: &Context,
+    tool: &Tool,
+    arguments: &Map<String, Value>,
+) -> Result<(), Vec<Problem>> {
+    let index = context
+        .served
+        .catalog
+        .position(&tool.name)
+        .ok_or_else(Vec::new)?;
+    let validator = match context.served.prepared.validator(index, tool) {
+        Ok(validator) => validator,
+        Err(why) => {
+            tracing::warn!(
+                tool = tool.name,
+                "inputSchema does not compile, arguments not validated: {why}"
+            );
+            return Ok(());
+        }
+    };
+    let instance = Value::Object(arguments.clone());
+    let problems: Vec<Problem> = validator
+        .iter_errors(&instance)
+        .flat_map(|error| {
+            let at = error.instance_path().as_str().to_string();
+            match error.kind() {
+                // One problem per argument the schema does not have, pointing
+                // at it, rather than one at the object holding them.
+                jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                    unexpected
+                        .iter()
+                        .map(|name| Problem {
+                            pointer: format!("{at}/{}", escape_pointer(name)),
+                            message: format!("'{name}' is not an argument of this tool"),
+                        })
+                        .collect()
+                }
+                _ => vec![Problem {
+                    pointer: at,
+                    message: error.to_string(),
+                }],
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// A JSON pointer reference token (RFC 6901): `~` → `~0`, `/` → `~1`.
+fn escape_pointer(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+fn invalid_arguments(tool: &Tool, problems: Vec<Problem>) -> ToolAnswer {
+    let accepted: Vec<&String> = tool
+        .input_schema
+        .properties()
+        .map(|p| p.keys().collect())
+        .unwrap_or_default();
+    let listed: Vec<Value> = problems
+        .iter()
+        .map(|p| json!({"pointer": p.pointer, "message": p.message}))
+        .collect();
+    let first = problems
+        .first()
+        .map(|p| {
+            format!(
+                "{} ({})",
+                p.message,
+                if p.pointer.is_empty() {
+                    "/"
+                } else {
+                    &p.pointer
+                }
+            )
+        })
+        .unwrap_or_default();
+    ToolAnswer::fail(
+        Code::InvalidArguments,
+        format!(
+            "The arguments do not match the inputSchema of '{}': {first}. Fix them (see problems and accepted) and call again; nothing was sent to the backend.",
+            tool.name
+        ),
+        false,
+        Map::from_iter([
+            ("problems".to_string(), Value::Array(listed)),
+            ("accepted".to_string(), json!(accepted)),
+        ]),
+    )
+}
+
+async fn dispatch(
+    context: &Context<'_>,
+    tool: &Tool,
+    mut arguments: Map<String, Value>,
+) -> ToolAnswer {
+    let operation = &tool.operation;
+    for (key, value) in &tool.fixed {
+        arguments.insert(key.clone(), value.clone());
+    }
+    let base_url = match base_url(tool, context.self_url) {
+        Ok(url) => url,
+        Err(message) => return ToolAnswer::fail(Code::InternalError, message, false, Map::new()),
+    };
+    let headers = match outgoing_headers(context, tool) {
+        Ok(headers) => headers,
+        Err(message) => return ToolAnswer::fail(Code::InternalError, message, false, Map::new()),
+    };
+    let binary = binary_members(tool);
+    let outgoing = match request::build(operation, &base_url, &arguments, &binary, headers) {
+        Ok(outgoing) => outgoing,
+        Err(problems) => return invalid_arguments(tool, problems),
+    };
+    let timeout = operation
+        .backend
+        .timeout_ms
+        .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+    let started = std::time::Instant::now();
+    let result = context.backend.send(outgoing, timeout).await;
+    tracing::debug!(
+        tool = tool.name,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "invoke_tool dispatched"
+    );
+    match result {
+        Ok(response) => answer_from(response, context.budget),
+        Err(Failure::Unavailable {
+            detail,
+            maybe_reached,
+        }) => ToolAnswer::fail(
+            Code::BackendUnavailable,
+            if maybe_reached {
+                format!(
+                    "The connection to the backend failed after the request was sent ({detail}); it may have reached the backend. Retry only if the operation is safe to repeat."
+                )
+            } else {
+                format!(
+                    "The backend could not be reached ({detail}); the request did not reach it. Retry later."
+                )
+            },
+            true,
+            Map::from_iter([("mayHaveReachedBackend".to_string(), json!(maybe_reached))]),
+        ),
+        Err(Failure::Timeout { after }) => ToolAnswer::fail(
+            Code::BackendTimeout,
+            format!(
+                "The backend did not answer within {} ms; the request may have reached it. Retry only if the operation is safe to repeat.",
+                after.as_millis()
+            ),
+            true,
+            Map::from_iter([("mayHaveReachedBackend".to_string(), json!(true))]),
+        ),
+    }
+}
+
+/// The base URL with `${NAME}` expanded; it must be absolute.
+fn base_url(tool: &Tool, self_url: Option<&str>) -> Result<String, String> {
+    let Some(url) = &tool.operation.base_url else {
+        return Err(format!(
+            "The document of '{}' names no server, so the gateway does not know where to send the call. The catalog owner must set backend.baseUrl in the sidecar.",
+            tool.name
+        ));
+    };
+    let url = expand_env(url, self_url).map_err(|why| {
+        format!(
+            "The backend address of '{}' cannot be built: {why}.",
+            tool.name
+        )
+    })?;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!(
+            "The server URL of '{}' ('{url}') is not absolute. The catalog owner must set backend.baseUrl in the sidecar.",
+            tool.name
+        ));
+    }
+    Ok(url.trim_end_matches('/').to_string())
+}
+
+/// The caller's forwarded headers (only those configured) and the
+/// sidecar's static headers.
+fn outgoing_headers(context: &Context, tool: &Tool) -> Result<Vec<(String, String)>, String> {
+    let backend = &tool.operation.backend;
+    let default_forward = ["authorization".to_string()];
+    let forward = backend
+        .forward_headers
+        .as_deref()
+        .unwrap_or(&default_forward);
+    let mut headers = Vec::new();
+    for name in forward {
+        let name = name.to_ascii_lowercase();
+        for value in context.caller.headers.get_all(name.as_str()) {
+            if let Ok(text) = value.to_str() {
+                headers.push((name.clone(), text.to_string()));
+            }
+        }
+    }
+    for (name, value) in &backend.headers {
+        // A configured header replaces a forwarded one of the same name.
+        headers.retain(|(forwarded, _)| !forwarded.eq_ignore_ascii_case(name));
+        let value = expand_env(value, context.self_url).map_err(|why| {
+            format!(
+                "A configured header of '{}' cannot be built: {why}.",
+                tool.name
+            )
+        })?;
+        // The sidecar was checked at load, but a `${NAME}` may bring in
+        // anything: never let it split the request.
+        if !sezzlee_catalog::header_text::is_field_value(&value) {
+            return Err(format!(
+                "The configured header '{name}' of '{}' holds a line break or another control character after ${{...}} expansion; fix the environment variable it names.",
+                tool.name
+            ));
+        }
+        headers.push((name.to_ascii_lowercase(), value));
+    }
+    headers.push((
+        "accept".to_string(),
+        "application/json, */*;q=0.5".to_string(),
+    ));
+    Ok(headers)
+}
+
+/// Members whose schema says `contentEncoding: base64` (sent as bytes).
+fn binary_members(tool: &Tool) -> Vec<String> {
+    tool.input_schema
+        .properties()
+        .map(|props| {
+            props
+                .iter()
+                .filter(|(_, schema)| {
+                    schema.get("contentEncoding").and_then(Value::as_str) == Some("base64")
+                })
+                .map(|(name, _)| name.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// 2xx → success; anything else → `backend_status`. A body that would
+/// push the answer over the budget is left out with its size.
+fn answer_from(response: BackendResponse, budget: usize) -> ToolAnswer {
+    let status = response.status;
+    let mut fields = Map::new();
+    fields.insert("status".to_string(), json!(status));
+    response.body.into_fields(&mut fields);
+    if !response.headers.is_empty() {
+        fields.insert("headers".to_string(), Value::Object(response.headers));
+    }
+    let size = fields.get("body").map_or(0, |b| b.to_string().len());
+    if size + 200 > budget {
+        fields.insert("body".to_string(), Value::Null);
+        fields.insert(
+            "omitted".to_string(),
+            json!({"reason": "over_budget", "bytes": size}),
+        );
+    }
+    if (200..300).contains(&status) {
+        return ToolAnswer::ok(Value::Object(fields));
+    }
+    let retryable = RETRYABLE.contains(&status);
+    let message = if retryable {
+        format!(
+            "The backend answered {status}; this is usually temporary. Wait (see retry-after if present) and retry."
+        )
+    } else if (300..400).contains(&status) {
+        format!("The backend answered {status} (a redirect, not followed). See headers.location.")
+    } else {
+        format!(
+            "The backend answered {status}. Read body for its reason; fix the arguments or the request before retrying."
+        )
+    };
+    let mut extra = Map::new();
+    extra.extend(fields);
+    ToolAnswer::fail(Code::BackendStatus, message, retryable, extra)
+}

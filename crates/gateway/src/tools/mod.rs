@@ -1,0 +1,224 @@
+//! The three tools every client sees: search_tools, load_tool, invoke_tool.
+//!
+//! Their definitions are fixed whatever the catalog holds; only the
+//! `sezzlee/catalogGeneration` stamp in `_meta` changes. This module knows
+//! nothing about protocol eras or headers: a call is a name, a JSON value
+//! of arguments and the caller, and the answer is a [`ToolAnswer`].
+
+pub mod cards;
+pub mod envelope;
+pub mod invoke;
+pub mod load;
+pub mod search;
+pub mod search_cache;
+
+use crate::store::Served;
+use crate::visibility::{Caller, Rule};
+use cards::Card;
+pub use envelope::ToolAnswer;
+use serde_json::{Value, json};
+use sezzlee_catalog::Catalog;
+use sezzlee_catalog::search::fold;
+use std::sync::OnceLock;
+
+/// The names, in the order tools/list publishes them.
+pub const TOOL_NAMES: [&str; 3] = ["search_tools", "load_tool", "invoke_tool"];
+
+/// The `_meta` key stamping each tool with the catalog generation.
+pub const GENERATION_KEY: &str = "sezzlee/catalogGeneration";
+
+/// Everything a call needs besides its arguments.
+pub struct Context<'a> {
+    pub served: &'a Served,
+    pub caller: &'a Caller,
+    /// Largest answer, in characters of serialised JSON.
+    pub budget: usize,
+    pub backend: &'a crate::backend::Client,
+    /// The gateway's own address, for `${SEZZLEE_SELF}` in backend URLs.
+    pub self_url: Option<&'a str>,
+}
+
+/// Per-catalog data computed once, off the request path.
+pub struct Prepared {
+    /// Each tool's card as JSON text ([`Card::json`]), escaped as it
+    /// stands inside a search page's text block ([`cards::escaped_card`]).
+    pub cards: Vec<Box<str>>,
+    /// Each tool's tags, folded.
+    pub folded_tags: Vec<Vec<String>>,
+    /// The folded tag vocabulary of the whole catalog, as the escaped
+    /// `tags` member of a search page ([`search::escaped_tags_member`]).
+    pub tags_member: String,
+    /// The distinct visibility rules of the catalog, and each tool's rule.
+    pub rules: Vec<Rule>,
+    pub rule_of: Vec<usize>,
+    /// Each tool's compiled inputSchema, built on first use.
+    validators: Vec<OnceLock<Result<jsonschema::Validator, String>>>,
+}
+
+impl Prepared {
+    pub fn new(catalog: &Catalog) -> Prepared {
+        let cards = catalog
+            .tools()
+            .iter()
+            .map(|tool| cards::escaped_card(&Card::of(tool).json(&tool.name)))
+            .collect();
+        let folded_tags: Vec<Vec<String>> = catalog
+            .tools()
+            .iter()
+            .map(|tool| {
+                let mut tags: Vec<String> = tool.tags.iter().map(|t| fold(t)).collect();
+                tags.dedup();
+                tags
+            })
+            .collect();
+        let mut vocabulary: Vec<String> = folded_tags.iter().flatten().cloned().collect();
+        vocabulary.sort();
+        vocabulary.dedup();
+        let validators = (0..catalog.tools().len())
+            .map(|_| OnceLock::new())
+            .collect();
+        let mut rules: Vec<Rule> = Vec::new();
+        let rule_of = catalog
+            .tools()
+            .iter()
+            .map(|tool| {
+                let rule = Rule::of(tool);
+                match rules.iter().position(|known| *known == rule) {
+                    Some(index) => index,
+                    None => {
+                        rules.push(rule);
+                        rules.len() - 1
+                    }
+                }
+            })
+            .collect();
+        Prepared {
+            rules,
+            rule_of,
+            cards,
+            tags_member: search::escaped_tags_member(&vocabulary),
+            folded_tags,
+            validators,
+        }
+    }
+
+    /// Whether every tool is public (no rule to evaluate per caller).
+    pub fn all_public(&self) -> bool {
+        self.rules.iter().all(|rule| *rule == Rule::Public)
+    }
+
+    /// The compiled inputSchema of tool `index` (compiled once, then shared).
+    pub fn validator(
+        &self,
+        index: usize,
+        tool: &sezzlee_catalog::Tool,
+    ) -> Result<&jsonschema::Validator, String> {
+        let slot = self.validators.get(index).ok_or("no such tool")?;
+        slot.get_or_init(|| {
+            jsonschema::options()
+                .with_draft(jsonschema::Draft::Draft202012)
+                .build(&tool.input_schema.to_value())
+                .map_err(|err| err.to_string())
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+    }
+}
+
+/// Whether `name` is one of the three tools.
+pub fn is_tool(name: &str) -> bool {
+    TOOL_NAMES.contains(&name)
+}
+
+/// Runs one of the three tools. `name` must satisfy [`is_tool`].
+pub async fn call(context: &Context<'_>, name: &str, arguments: &Value) -> ToolAnswer {
+    match name {
+        "search_tools" => search::run(context, arguments),
+        "load_tool" => load::run(context, arguments),
+        _ => invoke::run(context, arguments).await,
+    }
+}
+
+/// The three definitions, stamped with `generation`.
+pub fn definitions(generation: u64) -> Vec<Value> {
+    let meta = json!({ GENERATION_KEY: generation });
+    vec![
+        json!({
+            "name": "search_tools",
+            "description": "Search the API operations this gateway serves and get compact cards (name, description, parameters). Start here: find the operation for the task, then load_tool it, then invoke_tool it. Keywords rank results, they do not filter; use tags to require whole tags.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "description": "Keywords matched by prefix against operation names, descriptions, declared search terms, routes, argument names and tag text; keywords rank results, they do not filter them. Empty lists everything. To require a whole tag, use tags.",
+                        "type": "string",
+                        "default": ""
+                    },
+                    "limit": {
+                        "description": "Maximum number of results, 1-50.",
+                        "type": "integer",
+                        "default": 20
+                    },
+                    "detail": {
+                        "description": "Shape of each result: \"card\" for the compact card, \"schema\" for the full definition load_tool would return. Any other value is card. A schema page is much larger; pair it with a small limit.",
+                        "type": "string",
+                        "enum": ["card", "schema"],
+                        "default": "card"
+                    },
+                    "tags": {
+                        "description": "Tags every result must carry, matched against the whole tag and insensitive to case and accents. Empty applies no filter; the answer's tags field lists what is available.",
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "default": null
+                    }
+                }
+            },
+            "_meta": meta
+        }),
+        json!({
+            "name": "load_tool",
+            "description": "Load the full definition of one operation by the name search_tools returned: its description, inputSchema, outputSchema, annotations and version. Pass the version to invoke_tool so the call runs only against this exact definition.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {
+                        "description": "The operation's name, exactly as search_tools returned it.",
+                        "type": "string"
+                    }
+                },
+                "required": ["name"]
+            },
+            "_meta": meta
+        }),
+        json!({
+            "name": "invoke_tool",
+            "description": "Call one operation on its backend with your identity. Load it with load_tool first and pass the arguments its inputSchema describes; pass the version load_tool returned to refuse the call if the definition changed since. Success returns the HTTP status, body and selected headers.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {
+                        "description": "The operation's name, exactly as search_tools and load_tool returned it.",
+                        "type": "string"
+                    },
+                    "arguments": {
+                        "description": "An object whose keys are the properties of the operation's inputSchema (from load_tool)."
+                    },
+                    "version": {
+                        "description": "The version load_tool returned. When given, the call is refused with tool_changed (and nothing is sent to the backend) if this replica holds a different definition.",
+                        "type": "string"
+                    }
+                },
+                "required": ["name"]
+            },
+            "_meta": meta
+        }),
+    ]
+}
+
+/// What `server/discover` and `initialize` tell an agent about the flow.
+pub const INSTRUCTIONS: &str = "This gateway serves a catalog of API operations through three tools. \
+1) search_tools with a few keywords (and tags to narrow) returns compact cards; pick the operation that fits. \
+2) load_tool with that card's name returns its full definition: inputSchema, outputSchema and a version. \
+3) invoke_tool with the name, arguments that match the inputSchema and the version calls the real API with your identity. \
+Failures come back as JSON with error, message and retryable; the message says what to do next. \
+If invoke_tool answers tool_changed, load the tool again and retry with the new version.";

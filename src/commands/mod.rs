@@ -1,0 +1,8 @@
+//! The commands of the `sezzlee` binary that print: `check` (and its
+//! `--search-tasks` report), `client` and `token`. `serve` is the gateway
+//! crate's `server::run`.
+
+pub mod check;
+pub mod client;
+pub mod search_tasks;
+pub mod token;

@@ -1,0 +1,18 @@
+//! The integration tests, one binary: each module starts the real server
+//! (or the real `sezzlee` binary) and talks to it as a client would.
+//! `support` holds the shared set-ups (a gateway on a loopback port, the
+//! recording backend, request helpers, the MCP schemas); `corpus` the real
+//! documents.
+
+mod catalog_rules;
+mod check_cli;
+mod client_cli;
+mod client_gateway;
+mod corpus;
+mod invoke_tool;
+mod live_reload;
+mod mcp_endpoint;
+mod real_catalogs;
+mod rmcp_client;
+mod support;
+mod visibility;
