@@ -1,7 +1,7 @@
-//! The catalog rules of SPEC §2, one test per rule, on small documents
-//! built in memory: names, descriptions, tags, the flat inputSchema, schema
-//! conversion, outputSchema, annotations, versions, revisions, curation,
-//! dispatch data and diagnostics.
+//! The catalog rules of docs/contract.md §2, one test per rule, on small
+//! documents built in memory: names, descriptions, tags, the flat
+//! inputSchema, schema conversion, outputSchema, annotations, versions,
+//! revisions, curation, dispatch data and diagnostics.
 
 use serde_json::{Value, json};
 use sezzlee_catalog::fingerprint::version_of;

@@ -474,8 +474,9 @@ fn search_tasks_exit_1_for_an_operation_the_folder_lacks_and_2_for_a_bad_file() 
     assert!(text(&output.stderr).contains("line 1: expected 4 or 5 tab-separated fields"));
 }
 
-/// Search quality must not regress on real documents: the shared sample
-/// tasks and `tests/data/search-tasks-more.tsv` (common agent requests)
+/// Search quality must not regress on real documents: the sample tasks of
+/// the corpus (`tests/fixtures/corpus/search-tasks.tsv`) and
+/// `tests/data/search-tasks-more.tsv` (common agent requests)
 /// over the whole vendored corpus, each document alone and all in
 /// one catalog. An agent that does not see the operation in its first five
 /// cards fails its task, so recall@5 is the gate.

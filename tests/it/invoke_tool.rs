@@ -1,7 +1,7 @@
-//! invoke_tool end to end (SPEC §3.3, §3.4, §2.3, §2.7; seed
-//! `003_aeabac61e8fac46c`): a real gateway on loopback calls a real HTTP
-//! backend on loopback that records every request exactly as it arrived on
-//! the wire (method, raw path and query, headers, body bytes).
+//! invoke_tool end to end (docs/contract.md §3.3, §3.4, §2.3, §2.7;
+//! docs/seeds/003_aeabac61e8fac46c.txt): a real gateway on loopback calls a
+//! real HTTP backend on loopback that records every request exactly as it
+//! arrived on the wire (method, raw path and query, headers, body bytes).
 //!
 //! Every test writes its own catalogs folder (OpenAPI documents whose
 //! sidecars point `backend.baseUrl` at its own recording backend), so the
@@ -27,7 +27,7 @@ const UNSET_VARIABLE: &str = "SEZZLEE_INVOKE_TOOL_TEST_UNSET_9F3A07";
 /// A variable whose value would split a request: a static header names it.
 const SPLITTING_VARIABLE: &str = "SEZZLEE_INVOKE_TOOL_TEST_SPLIT_41B7E2";
 
-/// The exact message of seed `003_aeabac61e8fac46c`.
+/// The exact message of docs/seeds/003_aeabac61e8fac46c.txt.
 fn tool_changed_message(name: &str) -> String {
     format!(
         "The tool '{name}' changed after it was loaded, so the call was refused before reaching the backend. Load it again with load_tool and retry with the new version."
@@ -623,7 +623,8 @@ async fn a_stale_version_is_refused_before_validation_and_before_the_backend() {
     } else {
         "0123456789abcdef"
     };
-    // Valid arguments, stale pin: tool_changed with the seed's message.
+    // Valid arguments, stale pin: tool_changed with the message of
+    // docs/seeds/003_aeabac61e8fac46c.txt.
     let payload = s
         .refused(
             json!({"name": "get_thing", "arguments": {"id": "a"}, "version": stale}),

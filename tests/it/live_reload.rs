@@ -1,8 +1,8 @@
-//! Live catalogs over real HTTP (SPEC §5 subscriptions/listen, §6 hot
-//! reload; issue 5): a real gateway on `127.0.0.1:0` with its reloader
-//! watching a temporary catalogs folder, real files changed the ways
-//! editors, shells and Kubernetes change them, and real listening clients
-//! reading the SSE body of `subscriptions/listen` with reqwest.
+//! Live catalogs over real HTTP (docs/contract.md §5 subscriptions/listen,
+//! §6 hot reload; issue 5): a real gateway on `127.0.0.1:0` with its
+//! reloader watching a temporary catalogs folder, real files changed the
+//! ways editors, shells and Kubernetes change them, and real listening
+//! clients reading the SSE body of `subscriptions/listen` with reqwest.
 //!
 //! Every change is checked end to end: the listener receives exactly one
 //! `notifications/tools/list_changed` carrying its subscription id and the

@@ -1,6 +1,7 @@
 //! The MCP endpoint over real HTTP: both protocol eras on `POST /mcp`, the
 //! transport rules (headers, Origin, size limit, 405s), and the contract of
-//! search_tools and load_tool (SPEC §3, §5; seed `000_da61510cfeeb091b`).
+//! search_tools and load_tool (docs/contract.md §3, §5;
+//! docs/seeds/000_da61510cfeeb091b.txt).
 //!
 //! Every JSON-RPC body the gateway sends is validated against the official
 //! schema of the revision it answers in: 2026-07-28 for modern requests,

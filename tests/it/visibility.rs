@@ -1,9 +1,9 @@
-//! Per-caller visibility and identity end to end (SPEC §4; seed
-//! `000_da61510cfeeb091b`; issue 6): real gateways on loopback, real
-//! signed tokens minted here (HS256 with a secret, RS256 and ES256 with key
-//! pairs generated at run time, served as PEM files or a JWKS file) and API
-//! keys, and a recording backend that shows what identity leaves the
-//! gateway.
+//! Per-caller visibility and identity end to end (docs/contract.md §4;
+//! docs/seeds/000_da61510cfeeb091b.txt; issue 6): real gateways on
+//! loopback, real signed tokens minted here (HS256 with a secret, RS256 and
+//! ES256 with key pairs generated at run time, served as PEM files or a
+//! JWKS file) and API keys, and a recording backend that shows what
+//! identity leaves the gateway.
 //!
 //! Every test builds the same two-document catalog in its own folder:
 //! `shop.yaml` (oauth2 scopes, a document-level requirement, `security: []`,

@@ -10,6 +10,7 @@
 //! one counts as no credential. Secrets come only from the environment or
 //! files and are never logged.
 
+use crate::config_error::ConfigError;
 use crate::settings::{AuthSettings, JwtSettings};
 use crate::visibility::{Caller, Credential};
 use axum::http::{HeaderMap, header};
@@ -76,24 +77,29 @@ impl Authenticator {
     }
 
     /// Loads keys and secrets; an error names what is missing (never a value).
-    pub fn from_settings(settings: Option<&AuthSettings>) -> Result<Authenticator, String> {
+    pub fn from_settings(settings: Option<&AuthSettings>) -> Result<Authenticator, ConfigError> {
         let Some(settings) = settings else {
             return Ok(Authenticator::disabled());
         };
         let jwt = settings.jwt.as_ref().map(load_jwt).transpose()?;
         let mut api_keys = Vec::new();
         for key in &settings.api_keys {
+            let variable_error = |message: String| ConfigError::Variable {
+                setting: "auth.api_keys",
+                variable: key.key_env.clone(),
+                message,
+            };
             let secret = std::env::var(&key.key_env).map_err(|_| {
-                format!(
+                variable_error(format!(
                     "auth.api_keys: environment variable {} (key of '{}') is not set",
                     key.key_env, key.subject
-                )
+                ))
             })?;
             if secret.is_empty() {
-                return Err(format!(
+                return Err(variable_error(format!(
                     "auth.api_keys: environment variable {} is empty",
                     key.key_env
-                ));
+                )));
             }
             api_keys.push(ApiKey {
                 header: key.header.to_ascii_lowercase(),
@@ -218,19 +224,26 @@ impl JwtVerifier {
     }
 }
 
-fn load_jwt(settings: &JwtSettings) -> Result<JwtVerifier, String> {
+fn load_jwt(settings: &JwtSettings) -> Result<JwtVerifier, ConfigError> {
     let mut keys = Vec::new();
     if let Some(variable) = &settings.hs256_secret_env {
+        let variable_error = |message: String| ConfigError::Variable {
+            setting: "auth.jwt",
+            variable: variable.clone(),
+            message,
+        };
         let secret = std::env::var(variable).map_err(|_| {
-            format!("auth.jwt: environment variable {variable} (the HS256 secret) is not set")
+            variable_error(format!(
+                "auth.jwt: environment variable {variable} (the HS256 secret) is not set"
+            ))
         })?;
         if secret.is_empty() {
-            return Err(format!(
+            return Err(variable_error(format!(
                 "auth.jwt: environment variable {variable} is empty"
-            ));
+            )));
         }
         let key = DecodingKey::from_secret(secret.as_bytes())
-            .map_err(|e| format!("auth.jwt: HS256 secret: {e}"))?;
+            .map_err(|e| variable_error(format!("auth.jwt: HS256 secret: {e}")))?;
         keys.push(VerifyingKey {
             kid: None,
             algorithms: vec![Algorithm::HS256],
@@ -239,7 +252,7 @@ fn load_jwt(settings: &JwtSettings) -> Result<JwtVerifier, String> {
     }
     for path in &settings.public_keys {
         let pem = std::fs::read(path)
-            .map_err(|e| format!("auth.jwt: cannot read {}: {e}", path.display()))?;
+            .map_err(|e| jwt_file_error(path, format!("cannot read {}: {e}", path.display())))?;
         if let Ok(key) = DecodingKey::from_rsa_pem(&pem) {
             keys.push(VerifyingKey {
                 kid: None,
@@ -253,20 +266,20 @@ fn load_jwt(settings: &JwtSettings) -> Result<JwtVerifier, String> {
                 key,
             });
         } else {
-            return Err(format!(
-                "auth.jwt: {} is not an RSA or EC public key in PEM",
-                path.display()
+            return Err(jwt_file_error(
+                path,
+                format!("{} is not an RSA or EC public key in PEM", path.display()),
             ));
         }
     }
     if let Some(path) = &settings.jwks_file {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("auth.jwt: cannot read {}: {e}", path.display()))?;
+            .map_err(|e| jwt_file_error(path, format!("cannot read {}: {e}", path.display())))?;
         let set: JwkSet = serde_json::from_str(&text)
-            .map_err(|e| format!("auth.jwt: {} is not a JWKS: {e}", path.display()))?;
+            .map_err(|e| jwt_file_error(path, format!("{} is not a JWKS: {e}", path.display())))?;
         for jwk in &set.keys {
             let key = DecodingKey::from_jwk(jwk)
-                .map_err(|e| format!("auth.jwt: a key of {}: {e}", path.display()))?;
+                .map_err(|e| jwt_file_error(path, format!("a key of {}: {e}", path.display())))?;
             keys.push(VerifyingKey {
                 kid: jwk.common.key_id.clone(),
                 algorithms: vec![Algorithm::RS256, Algorithm::ES256],
@@ -275,13 +288,25 @@ fn load_jwt(settings: &JwtSettings) -> Result<JwtVerifier, String> {
         }
     }
     if keys.is_empty() {
-        return Err("auth.jwt: configure hs256_secret_env, public_keys or jwks_file".to_string());
+        return Err(ConfigError::Value {
+            setting: "auth.jwt",
+            message: "auth.jwt: configure hs256_secret_env, public_keys or jwks_file".to_string(),
+        });
     }
     Ok(JwtVerifier {
         keys,
         issuer: settings.issuer.clone(),
         audience: settings.audience.clone(),
     })
+}
+
+/// A file named in `[auth.jwt]` that cannot be used.
+fn jwt_file_error(path: &std::path::Path, detail: String) -> ConfigError {
+    ConfigError::File {
+        setting: "auth.jwt",
+        path: path.to_path_buf(),
+        message: format!("auth.jwt: {detail}"),
+    }
 }
 
 /// `scope` (space separated) or `scp` (array or string).

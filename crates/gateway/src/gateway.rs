@@ -6,9 +6,9 @@
 
 use crate::auth::Authenticator;
 use crate::backend::Client;
-use crate::mcp::listen::Registry;
 use crate::settings::Settings;
 use crate::store::{Served, Store};
+use crate::streams::Registry;
 use sezzlee_catalog::{Catalog, Sources};
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -8,13 +8,17 @@
 
 pub mod auth;
 pub mod backend;
+pub mod config_error;
 pub mod demo;
 pub mod gateway;
 pub mod mcp;
 pub mod reload;
+pub mod reply;
+pub mod router;
 pub mod server;
 pub mod settings;
 pub mod status;
 pub mod store;
+pub mod streams;
 pub mod tools;
 pub mod visibility;

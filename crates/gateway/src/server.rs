@@ -113,7 +113,7 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
         "sezzlee listening on http://{address}{}",
         gateway.settings.endpoint
     );
-    let app = crate::mcp::http::router(gateway.clone());
+    let app = crate::router::router(gateway.clone());
     let connections = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     // Without a timer hyper applies no header timeout at all: a client

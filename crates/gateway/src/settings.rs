@@ -5,6 +5,7 @@
 //! resolved once at start-up, so the rest of the code never reads the
 //! environment or the file system for configuration.
 
+pub use crate::config_error::ConfigError;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -193,7 +194,7 @@ impl Settings {
     /// Resolves settings: `overrides` (flags/env) > `file` > defaults.
     /// `config` names the file; without it `./sezzlee.toml` is read when
     /// present.
-    pub fn resolve(overrides: &Overrides, config: Option<&Path>) -> Result<Settings, String> {
+    pub fn resolve(overrides: &Overrides, config: Option<&Path>) -> Result<Settings, ConfigError> {
         let file = match config {
             Some(path) => read_file(path)?,
             None if Path::new("sezzlee.toml").is_file() => read_file(Path::new("sezzlee.toml"))?,
@@ -204,13 +205,17 @@ impl Settings {
             s.catalogs = v;
         }
         if let Some(v) = overrides.listen.clone().or(file.listen) {
-            s.listen = v
-                .parse()
-                .map_err(|err| format!("listen address '{v}' is not HOST:PORT ({err})"))?;
+            s.listen = v.parse().map_err(|err| ConfigError::Value {
+                setting: "listen",
+                message: format!("listen address '{v}' is not HOST:PORT ({err})"),
+            })?;
         }
         if let Some(v) = overrides.endpoint.clone().or(file.endpoint) {
             if !v.starts_with('/') {
-                return Err(format!("endpoint '{v}' must start with '/'"));
+                return Err(ConfigError::Value {
+                    setting: "endpoint",
+                    message: format!("endpoint '{v}' must start with '/'"),
+                });
             }
             s.endpoint = v;
         }
@@ -233,7 +238,12 @@ impl Settings {
             s.log_format = match v.as_str() {
                 "text" => LogFormat::Text,
                 "json" => LogFormat::Json,
-                other => return Err(format!("log format '{other}' is not text or json")),
+                other => {
+                    return Err(ConfigError::Value {
+                        setting: "log_format",
+                        message: format!("log format '{other}' is not text or json"),
+                    });
+                }
             };
         } else if let Some(v) = file.log_format {
             s.log_format = v;
@@ -243,7 +253,12 @@ impl Settings {
                 "events" => WatchMode::Events,
                 "poll" => WatchMode::Poll,
                 "off" => WatchMode::Off,
-                other => return Err(format!("watch mode '{other}' is not events, poll or off")),
+                other => {
+                    return Err(ConfigError::Value {
+                        setting: "watch",
+                        message: format!("watch mode '{other}' is not events, poll or off"),
+                    });
+                }
             };
         } else if let Some(v) = file.watch {
             s.watch = v;
@@ -285,7 +300,7 @@ impl Settings {
 }
 
 /// `SEZZLEE_JWT_*` variables configure `[auth.jwt]` without a file.
-fn jwt_from_env() -> Result<Option<JwtSettings>, String> {
+fn jwt_from_env() -> Result<Option<JwtSettings>, ConfigError> {
     let get = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let secret_env = get("SEZZLEE_JWT_HS256_SECRET_ENV");
     let public_keys = get("SEZZLEE_JWT_PUBLIC_KEYS");
@@ -304,10 +319,15 @@ fn jwt_from_env() -> Result<Option<JwtSettings>, String> {
     }))
 }
 
-fn read_file(path: &Path) -> Result<FileSettings, String> {
+fn read_file(path: &Path) -> Result<FileSettings, ConfigError> {
+    let file_error = |message: String| ConfigError::File {
+        setting: "config",
+        path: path.to_path_buf(),
+        message,
+    };
     let text = std::fs::read_to_string(path)
-        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
-    toml::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))
+        .map_err(|err| file_error(format!("cannot read {}: {err}", path.display())))?;
+    toml::from_str(&text).map_err(|err| file_error(format!("{}: {err}", path.display())))
 }
 
 #[cfg(test)]
@@ -351,18 +371,17 @@ mod tests {
             listen: Some("nowhere".to_string()),
             ..Overrides::default()
         };
-        assert!(
-            Settings::resolve(&bad, None)
-                .unwrap_err()
-                .contains("nowhere")
-        );
+        let refused = Settings::resolve(&bad, None).unwrap_err();
+        assert_eq!(refused.setting(), "listen");
+        assert!(refused.to_string().contains("nowhere"));
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("s.toml");
         std::fs::write(&file, "lisen = 1\n").unwrap();
+        let refused = Settings::resolve(&Overrides::default(), Some(&file)).unwrap_err();
         assert!(
-            Settings::resolve(&Overrides::default(), Some(&file))
-                .unwrap_err()
-                .contains("lisen")
+            matches!(&refused, ConfigError::File { path, .. } if *path == file),
+            "{refused:?}"
         );
+        assert!(refused.to_string().contains("lisen"));
     }
 }

@@ -5,7 +5,7 @@
 //! Prometheus text format. Neither ever shows a secret.
 
 use crate::gateway::Gateway;
-use crate::mcp::http::json_response;
+use crate::reply::json_response;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};

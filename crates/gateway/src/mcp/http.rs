@@ -1,5 +1,6 @@
-//! The HTTP surface: `POST /mcp` (both eras), 405 for GET/DELETE, Origin
-//! checks, the body size limit, and the operational endpoints.
+//! The HTTP handlers: `POST /mcp` (both eras), 405 for GET/DELETE, Origin
+//! checks, and the health endpoints (routed by [`crate::router`], which
+//! also applies the body size limit).
 //!
 //! Handlers are small: they check what HTTP must check, parse the JSON-RPC
 //! message, pick the era and hand over to [`super::modern`] or
@@ -8,41 +9,17 @@
 use super::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RpcError, parse_message};
 use super::{Reply, ToolResult, legacy, modern};
 use crate::gateway::Gateway;
-use axum::Router;
+use crate::reply::json_response;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// The router of a gateway: the MCP endpoint and the operational routes.
-pub fn router(gateway: Arc<Gateway>) -> Router {
-    let endpoint = gateway.settings.endpoint.clone();
-    let limit = gateway.settings.max_body_bytes;
-    let mut router = Router::new()
-        .route(
-            &endpoint,
-            post(post_mcp)
-                .get(method_not_allowed)
-                .delete(method_not_allowed),
-        )
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/status", get(crate::status::status))
-        .route("/metrics", get(crate::status::metrics));
-    if gateway.settings.demo_backend {
-        router = router.nest("/demo", crate::demo::router());
-    }
-    router
-        .layer(DefaultBodyLimit::max(limit))
-        .with_state(gateway)
-}
-
-async fn post_mcp(
+pub(crate) async fn post_mcp(
     State(gateway): State<Arc<Gateway>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
@@ -167,7 +144,7 @@ fn strip_port(origin: &str) -> &str {
     }
 }
 
-async fn method_not_allowed() -> Response {
+pub(crate) async fn method_not_allowed() -> Response {
     let mut response = json_response(
         StatusCode::METHOD_NOT_ALLOWED,
         &RpcError::new(
@@ -183,11 +160,11 @@ async fn method_not_allowed() -> Response {
     response
 }
 
-async fn healthz() -> Response {
+pub(crate) async fn healthz() -> Response {
     json_response(StatusCode::OK, &json!({"status": "ok"}))
 }
 
-async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
+pub(crate) async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
     if *gateway.shutdown.borrow() {
         return json_response(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -195,18 +172,6 @@ async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
         );
     }
     json_response(StatusCode::OK, &json!({"status": "ready"}))
-}
-
-/// A JSON response with its status. (Tool results, the large bodies, are
-/// written by [`tool_response`]; these are small: one allocation of 2 KiB
-/// holds `server/discover` and most errors, rather than a doubling series
-/// of them.)
-pub fn json_response(status: StatusCode, body: &Value) -> Response {
-    let mut bytes = Vec::with_capacity(2048);
-    if serde_json::to_writer(&mut bytes, body).is_err() {
-        bytes.clear();
-    }
-    (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
 }
 
 /// A `tools/call` response: the result's text block is copied in as the

@@ -7,12 +7,12 @@
 
 use super::headers;
 use super::jsonrpc::{INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError, result_body};
-use super::{LEGACY_VERSIONS, Reply, server_info};
+use super::{LEGACY_VERSIONS, Reply, results, server_info};
 use crate::gateway::Gateway;
 use crate::tools;
 use crate::visibility::Caller;
 use axum::http::{HeaderMap, StatusCode};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// Serves one legacy message.
 pub async fn handle(
@@ -40,7 +40,7 @@ async fn serve(
     if let Ok(Some(version)) = headers::value(headers, headers::PROTOCOL_VERSION)
         && !LEGACY_VERSIONS.contains(&version)
     {
-        return Err(super::modern::unsupported_version(
+        return Err(super::calls::unsupported_version(
             version,
             &super::supported_versions(),
         ));
@@ -54,7 +54,7 @@ async fn serve(
         "ping" => Map::new(),
         "tools/list" => tools_list(gateway),
         "tools/call" => {
-            let result = super::modern::tools_call(gateway, &message.params, caller).await?;
+            let result = super::calls::tools_call(gateway, &message.params, caller).await?;
             return Ok(Reply::Tool(id, result));
         }
         method => {
@@ -84,25 +84,23 @@ fn initialize(params: &Value) -> Result<Map<String, Value>, RpcError> {
                 "Invalid params: initialize needs params.protocolVersion (a string)",
             )
         })?;
-    let version = if LEGACY_VERSIONS.contains(&requested) {
-        requested
-    } else {
-        LEGACY_VERSIONS[0]
-    };
-    let mut result = Map::new();
-    result.insert("protocolVersion".to_string(), json!(version));
-    result.insert(
-        "capabilities".to_string(),
-        json!({"tools": {"listChanged": false}}),
-    );
-    result.insert("serverInfo".to_string(), server_info());
-    result.insert("instructions".to_string(), json!(tools::INSTRUCTIONS));
-    Ok(result)
+    let version = LEGACY_VERSIONS
+        .into_iter()
+        .find(|known| *known == requested)
+        .unwrap_or(LEGACY_VERSIONS[0]);
+    Ok(results::members(&results::InitializeResult {
+        protocol_version: version,
+        capabilities: results::Capabilities::tools(false),
+        server_info: server_info(),
+        instructions: tools::INSTRUCTIONS,
+    }))
 }
 
 fn tools_list(gateway: &Gateway) -> Map<String, Value> {
     let generation = gateway.store.current().generation;
-    let mut result = Map::new();
-    result.insert("tools".to_string(), json!(tools::definitions(generation)));
-    result
+    results::members(&results::ToolsListResult {
+        tools: tools::definitions(generation),
+        ttl_ms: None,
+        cache_scope: None,
+    })
 }

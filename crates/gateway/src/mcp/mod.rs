@@ -6,12 +6,14 @@
 //! request on its own. This module knows nothing about OpenAPI: it turns
 //! requests into calls of the three tools and answers into messages.
 
+pub mod calls;
 pub mod headers;
 pub mod http;
 pub mod jsonrpc;
 pub mod legacy;
 pub mod listen;
 pub mod modern;
+pub mod results;
 
 use crate::tools::ToolAnswer;
 use axum::http::StatusCode;
@@ -31,8 +33,11 @@ pub fn supported_versions() -> Vec<&'static str> {
 }
 
 /// `serverInfo` of this build.
-pub fn server_info() -> Value {
-    json!({"name": "sezzlee", "version": env!("CARGO_PKG_VERSION")})
+pub fn server_info() -> results::ServerInfo {
+    results::ServerInfo {
+        name: "sezzlee",
+        version: env!("CARGO_PKG_VERSION"),
+    }
 }
 
 /// What the endpoint answers to one POST.

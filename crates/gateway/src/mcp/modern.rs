@@ -6,10 +6,9 @@
 
 use super::headers::{self, decode_sentinel};
 use super::jsonrpc::{
-    HEADER_MISMATCH, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError,
-    UNSUPPORTED_PROTOCOL_VERSION, result_body,
+    HEADER_MISMATCH, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError, result_body,
 };
-use super::{MODERN_VERSION, Reply, ToolResult, call_tool_result, server_info};
+use super::{MODERN_VERSION, Reply, results, server_info};
 use crate::gateway::Gateway;
 use crate::tools;
 use crate::visibility::Caller;
@@ -71,7 +70,7 @@ async fn serve(
         "server/discover" => discover(),
         "tools/list" => tools_list(gateway),
         "tools/call" => {
-            let mut result = tools_call(gateway, &message.params, caller).await?;
+            let mut result = super::calls::tools_call(gateway, &message.params, caller).await?;
             for (key, value) in completion(None) {
                 result.insert(key, value);
             }
@@ -124,23 +123,12 @@ fn check_version<'m>(meta: &'m Value, headers: &HeaderMap) -> Result<&'m str, Rp
         )));
     }
     if requested != MODERN_VERSION {
-        return Err(unsupported_version(requested, &[MODERN_VERSION]));
+        return Err(super::calls::unsupported_version(
+            requested,
+            &[MODERN_VERSION],
+        ));
     }
     Ok(requested)
-}
-
-/// `-32022` listing what this server speaks.
-/// `supported` lists what the client may retry with on the same wire: the
-/// per-request wire serves only [`MODERN_VERSION`] (legacy versions are
-/// reached through `initialize`, and listing them here would make a client
-/// retry in a loop).
-pub fn unsupported_version(requested: &str, supported: &[&str]) -> RpcError {
-    RpcError::new(
-        StatusCode::BAD_REQUEST,
-        UNSUPPORTED_PROTOCOL_VERSION,
-        format!("Unsupported protocol version: {requested}"),
-    )
-    .with_data(json!({"supported": supported, "requested": requested}))
 }
 
 fn invalid_params(message: String) -> RpcError {
@@ -223,7 +211,7 @@ fn completion(meta: Option<Value>) -> [(&'static str, Value); 2] {
         Some(Value::Object(meta)) => meta,
         _ => Map::new(),
     };
-    meta.insert(SERVER_INFO_KEY.to_string(), server_info());
+    meta.insert(SERVER_INFO_KEY.to_string(), results::value(&server_info()));
     [
         ("resultType", json!("complete")),
         ("_meta", Value::Object(meta)),
@@ -231,66 +219,20 @@ fn completion(meta: Option<Value>) -> [(&'static str, Value); 2] {
 }
 
 fn discover() -> Map<String, Value> {
-    let mut result = Map::new();
-    result.insert("supportedVersions".to_string(), json!([MODERN_VERSION]));
-    result.insert(
-        "capabilities".to_string(),
-        json!({"tools": {"listChanged": true}}),
-    );
-    result.insert("instructions".to_string(), json!(tools::INSTRUCTIONS));
-    result.insert("ttlMs".to_string(), json!(DISCOVER_TTL_MS));
-    result.insert("cacheScope".to_string(), json!("public"));
-    result
+    results::members(&results::DiscoverResult {
+        supported_versions: [MODERN_VERSION],
+        capabilities: results::Capabilities::tools(true),
+        instructions: tools::INSTRUCTIONS,
+        ttl_ms: DISCOVER_TTL_MS,
+        cache_scope: "public",
+    })
 }
 
 fn tools_list(gateway: &Gateway) -> Map<String, Value> {
     let generation = gateway.store.current().generation;
-    let mut result = Map::new();
-    result.insert("tools".to_string(), json!(tools::definitions(generation)));
-    result.insert("ttlMs".to_string(), json!(TOOLS_LIST_TTL_MS));
-    result.insert("cacheScope".to_string(), json!("public"));
-    result
-}
-
-/// `tools/call` for either era: the name must be one of the three tools.
-pub async fn tools_call(
-    gateway: &Gateway,
-    params: &Value,
-    caller: Caller,
-) -> Result<ToolResult, RpcError> {
-    let name = params
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !tools::is_tool(name) {
-        return Err(RpcError::new(
-            StatusCode::OK,
-            INVALID_PARAMS,
-            format!(
-                "Unknown tool: '{name}'. This server has search_tools, load_tool and invoke_tool."
-            ),
-        ));
-    }
-    let empty = Value::Object(Map::new());
-    let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => &empty,
-        Some(arguments @ Value::Object(_)) => arguments,
-        Some(_) => {
-            return Err(RpcError::new(
-                StatusCode::OK,
-                INVALID_PARAMS,
-                "Invalid params: tools/call arguments must be an object",
-            ));
-        }
-    };
-    let served = gateway.store.current();
-    let context = tools::Context {
-        served: &served,
-        caller: &caller,
-        budget: gateway.settings.response_budget,
-        backend: &gateway.backend,
-        self_url: gateway.self_url.get().map(String::as_str),
-    };
-    let answer = tools::call(&context, name, arguments).await;
-    Ok(call_tool_result(answer))
+    results::members(&results::ToolsListResult {
+        tools: tools::definitions(generation),
+        ttl_ms: Some(TOOLS_LIST_TTL_MS),
+        cache_scope: Some("public"),
+    })
 }

@@ -11,18 +11,47 @@ pub mod invoke;
 pub mod load;
 pub mod search;
 pub mod search_cache;
+pub mod served;
 
-use crate::store::Served;
 use crate::visibility::{Caller, Rule};
 use cards::Card;
 pub use envelope::ToolAnswer;
 use serde_json::{Value, json};
+use served::Served;
 use sezzlee_catalog::Catalog;
 use sezzlee_catalog::search::fold;
 use std::sync::OnceLock;
 
-/// The names, in the order tools/list publishes them.
-pub const TOOL_NAMES: [&str; 3] = ["search_tools", "load_tool", "invoke_tool"];
+/// The three tools, by name: a call names one of these or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolName {
+    SearchTools,
+    LoadTool,
+    InvokeTool,
+}
+
+impl ToolName {
+    /// In the order tools/list publishes them.
+    pub const ALL: [ToolName; 3] = [
+        ToolName::SearchTools,
+        ToolName::LoadTool,
+        ToolName::InvokeTool,
+    ];
+
+    /// The name a client calls it by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolName::SearchTools => "search_tools",
+            ToolName::LoadTool => "load_tool",
+            ToolName::InvokeTool => "invoke_tool",
+        }
+    }
+
+    /// The tool called `name`, if it is one of the three.
+    pub fn parse(name: &str) -> Option<ToolName> {
+        ToolName::ALL.into_iter().find(|tool| tool.as_str() == name)
+    }
+}
 
 /// The `_meta` key stamping each tool with the catalog generation.
 pub const GENERATION_KEY: &str = "sezzlee/catalogGeneration";
@@ -125,17 +154,12 @@ impl Prepared {
     }
 }
 
-/// Whether `name` is one of the three tools.
-pub fn is_tool(name: &str) -> bool {
-    TOOL_NAMES.contains(&name)
-}
-
-/// Runs one of the three tools. `name` must satisfy [`is_tool`].
-pub async fn call(context: &Context<'_>, name: &str, arguments: &Value) -> ToolAnswer {
-    match name {
-        "search_tools" => search::run(context, arguments),
-        "load_tool" => load::run(context, arguments),
-        _ => invoke::run(context, arguments).await,
+/// Runs one of the three tools.
+pub async fn call(context: &Context<'_>, tool: ToolName, arguments: &Value) -> ToolAnswer {
+    match tool {
+        ToolName::SearchTools => search::run(context, arguments),
+        ToolName::LoadTool => load::run(context, arguments),
+        ToolName::InvokeTool => invoke::run(context, arguments).await,
     }
 }
 
@@ -144,7 +168,7 @@ pub fn definitions(generation: u64) -> Vec<Value> {
     let meta = json!({ GENERATION_KEY: generation });
     vec![
         json!({
-            "name": "search_tools",
+            "name": ToolName::SearchTools.as_str(),
             "description": "Search the API operations this gateway serves and get compact cards (name, description, parameters). Start here: find the operation for the task, then load_tool it, then invoke_tool it. Keywords rank results, they do not filter; use tags to require whole tags.",
             "inputSchema": {
                 "type": "object",
@@ -176,7 +200,7 @@ pub fn definitions(generation: u64) -> Vec<Value> {
             "_meta": meta
         }),
         json!({
-            "name": "load_tool",
+            "name": ToolName::LoadTool.as_str(),
             "description": "Load the full definition of one operation by the name search_tools returned: its description, inputSchema, outputSchema, annotations and version. Pass the version to invoke_tool so the call runs only against this exact definition.",
             "inputSchema": {
                 "type": "object",
@@ -191,7 +215,7 @@ pub fn definitions(generation: u64) -> Vec<Value> {
             "_meta": meta
         }),
         json!({
-            "name": "invoke_tool",
+            "name": ToolName::InvokeTool.as_str(),
             "description": "Call one operation on its backend with your identity. Load it with load_tool first and pass the arguments its inputSchema describes; pass the version load_tool returned to refuse the call if the definition changed since. Success returns the HTTP status, body and selected headers.",
             "inputSchema": {
                 "type": "object",

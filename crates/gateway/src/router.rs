@@ -1,0 +1,32 @@
+//! The router, assembled in one place: the MCP endpoint, the health and
+//! status routes, and the demo backend when enabled.
+
+use crate::gateway::Gateway;
+use crate::mcp::http;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use std::sync::Arc;
+
+/// The router of a gateway: the MCP endpoint and the operational routes.
+pub fn router(gateway: Arc<Gateway>) -> Router {
+    let endpoint = gateway.settings.endpoint.clone();
+    let limit = gateway.settings.max_body_bytes;
+    let mut router = Router::new()
+        .route(
+            &endpoint,
+            post(http::post_mcp)
+                .get(http::method_not_allowed)
+                .delete(http::method_not_allowed),
+        )
+        .route("/healthz", get(http::healthz))
+        .route("/readyz", get(http::readyz))
+        .route("/status", get(crate::status::status))
+        .route("/metrics", get(crate::status::metrics));
+    if gateway.settings.demo_backend {
+        router = router.nest("/demo", crate::demo::router());
+    }
+    router
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(gateway)
+}
