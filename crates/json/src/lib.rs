@@ -1,7 +1,133 @@
 //! Small readings of JSON values that the catalog, the tools and the client
-//! all need, written once so they say the same thing everywhere.
+//! all need, written once so they say the same thing everywhere; and the
+//! types of escaped JSON text ([`Escaped`], [`JsonLiteral`]), which can only
+//! be made by escaping, so text spliced into a message is never unescaped
+//! text by mistake.
 
 use serde_json::Value;
+use std::sync::Arc;
+
+/// Text escaped as the inside of a JSON string (no quotes), made only by
+/// escaping: a piece prepared once and copied into literals later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escaped(Box<str>);
+
+impl Escaped {
+    /// `text`, escaped.
+    pub fn of(text: &str) -> Escaped {
+        let mut escaped = String::with_capacity(text.len() + text.len() / 4);
+        push_escaped(&mut escaped, text);
+        Escaped(escaped.into_boxed_str())
+    }
+
+    /// The escaped text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Bytes of the escaped text.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the escaped text is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The escaped text without its last character when that is `ending`,
+    /// an ASCII character that escaping leaves as it is (so cutting it off
+    /// leaves whole escape sequences).
+    pub fn strip_ascii_suffix(&self, ending: char) -> Option<&str> {
+        if !ending.is_ascii() || matches!(ending, '"' | '\\') || ending.is_ascii_control() {
+            return None;
+        }
+        self.0.strip_suffix(ending)
+    }
+}
+
+/// A JSON string literal, quotes included, made only by escaping (at once
+/// with [`JsonLiteral::of`] or piece by piece with [`LiteralBuilder`]).
+/// Shared cheaply: a ready answer is copied into messages, never escaped
+/// again.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct JsonLiteral(Arc<str>);
+
+impl JsonLiteral {
+    /// The literal of `text`.
+    pub fn of(text: &str) -> JsonLiteral {
+        JsonLiteral(Arc::from(string_literal(text)))
+    }
+
+    /// The literal as it stands in a message, quotes included.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Bytes of the literal, quotes included.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the literal is `""`.
+    pub fn is_empty(&self) -> bool {
+        self.0.len() <= 2
+    }
+
+    /// The text it stands for.
+    pub fn text(&self) -> String {
+        // Every JsonLiteral was made by escaping, so it reads back.
+        serde_json::from_str(&self.0).unwrap_or_default()
+    }
+}
+
+/// Builds a [`JsonLiteral`] from text (escaped on the way) and pieces
+/// escaped before.
+#[derive(Debug)]
+pub struct LiteralBuilder(String);
+
+impl LiteralBuilder {
+    /// An open literal with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> LiteralBuilder {
+        let mut literal = String::with_capacity(capacity + 2);
+        literal.push('"');
+        LiteralBuilder(literal)
+    }
+
+    /// Appends `text`, escaping it. Text with nothing to escape (JSON
+    /// escapes only `"`, `\\` and control characters below U+0020) is
+    /// copied as it is, without the serialiser's allocation.
+    pub fn push_text(&mut self, text: &str) {
+        if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+            push_escaped(&mut self.0, text);
+        } else {
+            self.0.push_str(text);
+        }
+    }
+
+    /// Appends a piece escaped before.
+    pub fn push_escaped(&mut self, piece: &Escaped) {
+        self.0.push_str(piece.as_str());
+    }
+
+    /// Appends the part of an escaped piece that
+    /// [`Escaped::strip_ascii_suffix`] left.
+    pub fn push_escaped_prefix(&mut self, piece: &Escaped, ending: char) -> bool {
+        match piece.strip_ascii_suffix(ending) {
+            Some(prefix) => {
+                self.0.push_str(prefix);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Closes the literal.
+    pub fn finish(mut self) -> JsonLiteral {
+        self.0.push('"');
+        JsonLiteral(Arc::from(self.0))
+    }
+}
 
 /// Appends `text` as the inside of a JSON string (escaped, no quotes), so
 /// that text meant for a message's string can be prepared once and copied
@@ -52,6 +178,24 @@ pub fn kind_of(value: &Value) -> &'static str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn literals_built_in_pieces_equal_the_literal_of_the_whole() {
+        let text = "{\"a\":\"line\nbreak \\ \u{1} é\"}";
+        let card = Escaped::of(text);
+        let mut built = LiteralBuilder::with_capacity(64);
+        built.push_text("[");
+        built.push_escaped(&card);
+        built.push_text(",");
+        assert!(built.push_escaped_prefix(&card, '}'));
+        built.push_text("}]");
+        let whole = format!("[{text},{text}]");
+        let literal = built.finish();
+        assert_eq!(literal, JsonLiteral::of(&whole));
+        assert_eq!(literal.text(), whole);
+        assert!(card.strip_ascii_suffix('"').is_none());
+        assert!(JsonLiteral::of("").is_empty());
+    }
 
     #[test]
     fn strings_keep_only_the_strings_of_an_array() {

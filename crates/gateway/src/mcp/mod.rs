@@ -18,7 +18,7 @@ pub mod results;
 use crate::tools::ToolAnswer;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
+use sezzlee_json::JsonLiteral;
 
 /// The stateless revision.
 pub const MODERN_VERSION: &str = "2026-07-28";
@@ -58,7 +58,7 @@ pub enum Reply {
 /// copied into the message rather than escaped again.
 #[derive(Debug, Clone)]
 pub struct ToolResult {
-    literal: Arc<str>,
+    literal: JsonLiteral,
     is_error: bool,
     /// Members after `content` and `isError`, in order.
     rest: Map<String, Value>,
@@ -72,7 +72,7 @@ impl ToolResult {
 
     /// The text block, unescaped.
     pub fn text(&self) -> String {
-        serde_json::from_str(&self.literal).unwrap_or_default()
+        self.literal.text()
     }
 
     /// The result as a JSON value (what [`ToolResult::write_response`]
@@ -102,7 +102,7 @@ impl ToolResult {
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         serde_json::to_writer(&mut *out, id)?;
         out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-        out.extend_from_slice(self.literal.as_bytes());
+        out.extend_from_slice(self.literal.as_str().as_bytes());
         out.extend_from_slice(b"}]");
         if self.is_error {
             out.extend_from_slice(br#","isError":true"#);
@@ -140,7 +140,7 @@ mod tests {
         let page = json!({"total": 2, "results": [{"name": "a \"b\" \u{2028} é"}]});
         let answers = [
             ToolAnswer::ok(page.clone()),
-            ToolAnswer::ok_escaped(Arc::from(Value::from(page.to_string()).to_string())),
+            ToolAnswer::ok_escaped(JsonLiteral::of(&page.to_string())),
             crate::tools::envelope::unknown_tool("x"),
         ];
         for (n, answer) in answers.into_iter().enumerate() {

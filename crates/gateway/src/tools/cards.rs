@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 use sezzlee_catalog::{Schema, Tool};
-use sezzlee_json::push_escaped;
+use sezzlee_json::{Escaped, LiteralBuilder};
 
 /// Longest card description, `…` included.
 pub const DESCRIPTION_LIMIT: usize = 160;
@@ -49,21 +49,17 @@ impl Card {
 
 /// A card's JSON ([`Card::json`]) escaped as the inside of a JSON string,
 /// as it stands in a search page's text block: escaped once per catalog.
-pub fn escaped_card(card_json: &str) -> Box<str> {
-    let mut escaped = String::with_capacity(card_json.len() + card_json.len() / 4);
-    push_escaped(&mut escaped, card_json);
-    escaped.into_boxed_str()
+pub fn escaped_card(card_json: &str) -> Escaped {
+    Escaped::of(card_json)
 }
 
 /// Appends an escaped card ([`escaped_card`]) to an escaped page, with
 /// `"authUncertain": true` added when `uncertain`.
-pub fn push_card(out: &mut String, escaped_card: &str, uncertain: bool) {
-    match escaped_card.strip_suffix('}').filter(|_| uncertain) {
-        Some(open) => {
-            out.push_str(open);
-            out.push_str(",\\\"authUncertain\\\":true}");
-        }
-        None => out.push_str(escaped_card),
+pub fn push_card(out: &mut LiteralBuilder, escaped_card: &Escaped, uncertain: bool) {
+    if uncertain && out.push_escaped_prefix(escaped_card, '}') {
+        out.push_text(",\"authUncertain\":true}");
+    } else {
+        out.push_escaped(escaped_card);
     }
 }
 
@@ -200,23 +196,19 @@ mod tests {
         assert_eq!(&*text, plain.to_string());
         // Pages are escaped text: a page holding the card reads back as it.
         let escaped = escaped_card(&text);
-        let read_back = |page: &str| -> Value {
-            let literal = format!("\"{page}\"");
-            let text: String = serde_json::from_str(&literal).unwrap();
-            serde_json::from_str(&text).unwrap()
+        let read_back = |page: LiteralBuilder| -> Value {
+            serde_json::from_str(&page.finish().text()).unwrap()
         };
-        let mut out = String::new();
+        let mut out = LiteralBuilder::with_capacity(0);
         push_card(&mut out, &escaped, false);
-        assert_eq!(read_back(&out), plain);
-        out.clear();
+        assert_eq!(read_back(out), plain);
+        let mut out = LiteralBuilder::with_capacity(0);
         push_card(&mut out, &escaped, true);
         let mut flagged = plain.clone();
         flagged["authUncertain"] = json!(true);
-        assert_eq!(read_back(&out), flagged);
-        assert_eq!(
-            serde_json::to_string(&read_back(&out)).unwrap(),
-            flagged.to_string()
-        );
+        let page = out.finish().text();
+        assert_eq!(serde_json::from_str::<Value>(&page).unwrap(), flagged);
+        assert_eq!(page, flagged.to_string());
     }
 
     fn schema(root: Value) -> Schema {

@@ -5,8 +5,7 @@
 //! every message says what to do next.
 
 use serde_json::{Map, Value, json};
-use sezzlee_json::{kind_of, string_literal};
-use std::sync::Arc;
+use sezzlee_json::{JsonLiteral, kind_of};
 
 /// A tool's answer before the protocol layer wraps it.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +27,7 @@ enum Body {
     /// of the text, as it stands in the message. A search page is built
     /// this way from cards escaped once per catalog, and shared with the
     /// search cache, so a page is never escaped per request.
-    Escaped(Arc<str>),
+    Escaped(JsonLiteral),
 }
 
 /// Failure codes of the envelope.
@@ -71,7 +70,7 @@ impl ToolAnswer {
 
     /// A successful answer given as the JSON string literal of its text
     /// (a search page).
-    pub fn ok_escaped(literal: Arc<str>) -> ToolAnswer {
+    pub fn ok_escaped(literal: JsonLiteral) -> ToolAnswer {
         ToolAnswer {
             body: Body::Escaped(literal),
             failure: None,
@@ -101,22 +100,22 @@ impl ToolAnswer {
         match self.body {
             Body::Text(text) => text,
             Body::Value(payload) => payload.to_string(),
-            Body::Escaped(literal) => unescape(&literal),
+            Body::Escaped(literal) => literal.text(),
         }
     }
 
     /// The JSON string literal of the text block, as it stands in a
     /// message (escaped now unless it was built escaped).
-    pub fn into_literal(self) -> Arc<str> {
+    pub fn into_literal(self) -> JsonLiteral {
         match self.body {
             Body::Escaped(literal) => literal,
-            Body::Text(text) => Arc::from(string_literal(&text)),
-            Body::Value(payload) => Arc::from(string_literal(&payload.to_string())),
+            Body::Text(text) => JsonLiteral::of(&text),
+            Body::Value(payload) => JsonLiteral::of(&payload.to_string()),
         }
     }
 
     /// The JSON string literal of the text block, when it was built so.
-    pub fn literal(&self) -> Option<&Arc<str>> {
+    pub fn literal(&self) -> Option<&JsonLiteral> {
         match &self.body {
             Body::Escaped(literal) => Some(literal),
             _ => None,
@@ -142,11 +141,6 @@ fn characters(text: &str) -> usize {
     } else {
         text.chars().count()
     }
-}
-
-/// The text of a JSON string literal this module or a tool made.
-fn unescape(literal: &str) -> String {
-    serde_json::from_str(literal).unwrap_or_default()
 }
 
 /// `unknown_tool`: the same answer for a name that does not exist and for a
@@ -185,7 +179,7 @@ pub fn within_budget(answer: ToolAnswer, budget: usize, shrink_hint: &str) -> To
         Body::Escaped(literal) if literal.len().saturating_sub(2) <= budget => {
             (0, Body::Escaped(literal))
         }
-        Body::Escaped(literal) => (characters(&unescape(&literal)), Body::Escaped(literal)),
+        Body::Escaped(literal) => (characters(&literal.text()), Body::Escaped(literal)),
         Body::Value(payload) => {
             let text = payload.to_string();
             (characters(&text), Body::Text(text))
@@ -213,7 +207,7 @@ mod tests {
     use super::*;
 
     fn escaped(text: &str) -> ToolAnswer {
-        ToolAnswer::ok_escaped(Arc::from(string_literal(text)))
+        ToolAnswer::ok_escaped(JsonLiteral::of(text))
     }
 
     #[test]
@@ -225,7 +219,10 @@ mod tests {
             within_budget(ToolAnswer::ok(payload.clone()), 1_000, ""),
             escaped(&text),
         ] {
-            assert_eq!(&*answer.clone().into_literal(), string_literal(&text));
+            assert_eq!(
+                answer.clone().into_literal().as_str(),
+                serde_json::to_string(&text).unwrap()
+            );
             assert_eq!(answer.into_text(), text);
         }
     }
@@ -237,7 +234,7 @@ mod tests {
     fn the_budget_of_an_escaped_answer_counts_its_characters() {
         let text = format!("\"{}\"", "é".repeat(98));
         assert_eq!(text.chars().count(), 100);
-        assert!(string_literal(&text).len() > 200);
+        assert!(JsonLiteral::of(&text).len() > 200);
         assert!(!within_budget(escaped(&text), 100, "").is_error());
         let refused = within_budget(escaped(&text), 99, "Ask for less.");
         assert_eq!(refused.code(), Some("response_too_large"));

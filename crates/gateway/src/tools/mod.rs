@@ -71,12 +71,12 @@ pub struct Context<'a> {
 pub struct Prepared {
     /// Each tool's card as JSON text ([`Card::json`]), escaped as it
     /// stands inside a search page's text block ([`cards::escaped_card`]).
-    pub cards: Vec<Box<str>>,
+    pub cards: Vec<sezzlee_json::Escaped>,
     /// Each tool's tags, folded.
     pub folded_tags: Vec<Vec<String>>,
     /// The folded tag vocabulary of the whole catalog, as the escaped
     /// `tags` member of a search page ([`search::escaped_tags_member`]).
-    pub tags_member: String,
+    pub tags_member: sezzlee_json::Escaped,
     /// The distinct visibility rules of the catalog, and each tool's rule.
     pub rules: Vec<Rule>,
     pub rule_of: Vec<usize>,

@@ -13,8 +13,7 @@ use super::{Context, load};
 use crate::visibility::View;
 use serde_json::{Value, json};
 use sezzlee_catalog::search::{fold, query_keywords};
-use sezzlee_json::push_escaped;
-use std::sync::Arc;
+use sezzlee_json::{Escaped, LiteralBuilder};
 
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 50;
@@ -73,13 +72,11 @@ pub fn parse(arguments: &Value) -> Result<SearchRequest, ToolAnswer> {
 /// A page's `,"tags":[…]` member for `vocabulary` (sorted, deduplicated),
 /// escaped as it stands in the page's text block; nothing when the
 /// vocabulary is empty or over [`MAX_VOCABULARY`].
-pub fn escaped_tags_member<S: serde::Serialize>(vocabulary: &[S]) -> String {
+pub fn escaped_tags_member<S: serde::Serialize>(vocabulary: &[S]) -> Escaped {
     if vocabulary.is_empty() || vocabulary.len() > MAX_VOCABULARY {
-        return String::new();
+        return Escaped::of("");
     }
-    let mut member = String::from(r#",\"tags\":"#);
-    push_escaped(&mut member, &json!(vocabulary).to_string());
-    member
+    Escaped::of(&format!(",\"tags\":{}", json!(vocabulary)))
 }
 
 pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
@@ -115,7 +112,7 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
     }
     let answer = rank(context, &request, &key);
     if let Some(literal) = answer.literal().filter(|_| !answer.is_error()) {
-        served.search_cache.offer(key, Arc::clone(literal));
+        served.search_cache.offer(key, literal.clone());
     }
     answer
 }
@@ -150,9 +147,9 @@ fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnsw
     );
     // The whole catalog's vocabulary is served as prepared (escaped once
     // per catalog); only a restricted view needs its own.
-    let restricted_tags: String;
+    let restricted_tags: Escaped;
     let tags_member = match &views {
-        None => prepared.tags_member.as_str(),
+        None => &prepared.tags_member,
         Some(_) => {
             let mut tags: Vec<&String> = (0..tools.len())
                 .filter(|&i| visible(i))
@@ -161,7 +158,7 @@ fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnsw
             tags.sort();
             tags.dedup();
             restricted_tags = escaped_tags_member(&tags);
-            restricted_tags.as_str()
+            &restricted_tags
         }
     };
     // The page is assembled as the escaped text it is in the message:
@@ -174,28 +171,28 @@ fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnsw
     } else {
         ranked.iter().map(|&i| prepared.cards[i].len() + 32).sum()
     };
-    let mut page = String::with_capacity(256 + cards_len);
-    page.push_str(r#""{\"total\":"#);
-    page.push_str(&total.to_string());
-    page.push_str(tags_member);
-    page.push_str(r#",\"results\":["#);
+    let mut page = LiteralBuilder::with_capacity(256 + cards_len);
+    page.push_text("{\"total\":");
+    page.push_text(&total.to_string());
+    page.push_escaped(tags_member);
+    page.push_text(",\"results\":[");
     for (n, i) in ranked.into_iter().enumerate() {
         if n > 0 {
-            page.push(',');
+            page.push_text(",");
         }
         let uncertain = matches!(
             views.as_ref().map(|v| v[i]),
             Some(View::Visible { uncertain: true })
         );
         if request.schema_detail {
-            push_escaped(&mut page, &load::answer(&tools[i], uncertain).to_string());
+            page.push_text(&load::answer(&tools[i], uncertain).to_string());
         } else {
             push_card(&mut page, &prepared.cards[i], uncertain);
         }
     }
-    page.push_str(r#"]}""#);
+    page.push_text("]}");
     within_budget(
-        ToolAnswer::ok_escaped(Arc::from(page)),
+        ToolAnswer::ok_escaped(page.finish()),
         context.budget,
         "Ask for less: use detail \"card\" instead of \"schema\", a narrower query (or tags), or a smaller limit.",
     )

@@ -37,6 +37,7 @@ use crate::visibility::View;
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use sezzlee_catalog::search::{KeywordEffect, KeywordEffects};
+use sezzlee_json::JsonLiteral;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
@@ -79,8 +80,8 @@ impl SearchKey {
 #[derive(Clone)]
 struct ByBytes;
 
-impl Weighter<SearchKey, Arc<str>> for ByBytes {
-    fn weight(&self, key: &SearchKey, text: &Arc<str>) -> u64 {
+impl Weighter<SearchKey, JsonLiteral> for ByBytes {
+    fn weight(&self, key: &SearchKey, text: &JsonLiteral) -> u64 {
         (key.bytes() + text.len()) as u64
     }
 }
@@ -125,7 +126,7 @@ impl Doorkeeper {
 
 /// Answers and keyword effects of one snapshot, bounded in bytes.
 pub struct SearchCache {
-    answers: Option<Cache<SearchKey, Arc<str>, ByBytes>>,
+    answers: Option<Cache<SearchKey, JsonLiteral, ByBytes>>,
     /// Which answers were offered once already.
     offered: Doorkeeper,
     /// Keyword effects, by keyword.
@@ -176,7 +177,7 @@ impl SearchCache {
 
     /// The answer (its text block as a JSON string literal) stored under
     /// `key`, counted as a hit or a miss when the cache is on.
-    pub fn get(&self, key: &SearchKey) -> Option<Arc<str>> {
+    pub fn get(&self, key: &SearchKey) -> Option<JsonLiteral> {
         let found = self.answers.as_ref()?.get(key);
         let counter = if found.is_some() {
             &self.hits
@@ -205,7 +206,7 @@ impl SearchCache {
     /// shared, not copied) as the answer for `key`: kept when `key` was
     /// offered before lately (see [`Doorkeeper`]), and when it fits (an
     /// answer larger than the cache's shards is simply not kept).
-    pub fn offer(&self, key: SearchKey, literal: Arc<str>) {
+    pub fn offer(&self, key: SearchKey, literal: JsonLiteral) {
         if let Some(answers) = &self.answers
             && self.offered.seen_again(&key)
         {
@@ -258,14 +259,17 @@ mod tests {
     #[test]
     fn keeps_and_returns_answers_by_whole_key() {
         let cache = SearchCache::new(1 << 20);
-        let answer: Arc<str> = Arc::from(r#""{\"total\":1}""#);
+        let answer = JsonLiteral::of(r#"{"total":1}"#);
         // Kept the second time it is offered, not the first.
-        cache.offer(key(&["list", "users"], None), Arc::clone(&answer));
+        cache.offer(key(&["list", "users"], None), answer.clone());
         assert_eq!(cache.get(&key(&["list", "users"], None)), None);
         assert!(cache.is_empty());
         cache.offer(key(&["list", "users"], None), answer);
         assert_eq!(
-            cache.get(&key(&["list", "users"], None)).as_deref(),
+            cache
+                .get(&key(&["list", "users"], None))
+                .as_ref()
+                .map(JsonLiteral::as_str),
             Some(r#""{\"total\":1}""#)
         );
         // Another view of the same rules is another answer.
@@ -296,12 +300,12 @@ mod tests {
     #[test]
     fn one_off_queries_do_not_evict_repeated_answers() {
         let cache = SearchCache::new(64 * 1024);
-        let page: Arc<str> = Arc::from("x".repeat(4_000));
+        let page = JsonLiteral::of(&"x".repeat(3_998));
         for _ in 0..2 {
-            cache.offer(key(&["repeated"], None), Arc::clone(&page));
+            cache.offer(key(&["repeated"], None), page.clone());
         }
         for n in 0..500 {
-            cache.offer(key(&[&format!("once{n}")], None), Arc::clone(&page));
+            cache.offer(key(&[&format!("once{n}")], None), page.clone());
         }
         assert!(cache.get(&key(&["repeated"], None)).is_some());
         assert_eq!(cache.len(), 1);
@@ -311,7 +315,7 @@ mod tests {
     fn zero_bytes_turns_it_off() {
         let cache = SearchCache::new(0);
         for _ in 0..2 {
-            cache.offer(key(&["pets"], None), Arc::from(r#""{}""#));
+            cache.offer(key(&["pets"], None), JsonLiteral::of("{}"));
         }
         assert_eq!(cache.get(&key(&["pets"], None)), None);
         assert!(cache.is_empty());
@@ -320,10 +324,10 @@ mod tests {
     #[test]
     fn stays_within_its_bytes() {
         let cache = SearchCache::new(64 * 1024);
-        let page: Arc<str> = Arc::from("x".repeat(4_000));
+        let page = JsonLiteral::of(&"x".repeat(3_998));
         for n in 0..200 {
             for _ in 0..2 {
-                cache.offer(key(&[&format!("word{n}")], None), Arc::clone(&page));
+                cache.offer(key(&[&format!("word{n}")], None), page.clone());
             }
         }
         assert!(cache.len() < 200, "{} answers held", cache.len());
