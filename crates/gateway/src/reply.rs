@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 /// A JSON response with its status. (Tool results, the large bodies, are
-/// written by [`tool_response`]; these are small: one allocation of 2 KiB
+/// written around their literal by `mcp::http`; these are small: one allocation of 2 KiB
 /// holds `server/discover` and most errors, rather than a doubling series
 /// of them.)
 pub fn json_response(status: StatusCode, body: &Value) -> Response {
