@@ -8,7 +8,7 @@
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// The real documents: the repository's own corpus (these tests name
 /// documents in it).
@@ -49,7 +49,7 @@ fn folder(names: &[&str]) -> tempfile::TempDir {
 }
 
 fn check(dir: &Path, emit: bool) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_sezzlee"));
+    let mut command = crate::support::sezzlee_binary(None);
     command.arg("check").arg(dir);
     if emit {
         command.arg("--emit");
@@ -371,7 +371,7 @@ fn search_tasks(dir: &Path, tasks: &str) -> Output {
 
 /// `sezzlee check DIR --search-tasks FILE`.
 fn search_tasks_file(dir: &Path, file: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sezzlee"))
+    crate::support::sezzlee_binary(None)
         .arg("check")
         .arg(dir)
         .arg("--search-tasks")

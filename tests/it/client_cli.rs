@@ -5,12 +5,12 @@
 
 use crate::support::*;
 use serde_json::Value;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 /// Runs `sezzlee client URL ARGS…` off the async workers.
 async fn client(url: &str, args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_sezzlee"));
+    let mut command = sezzlee_binary(None);
     command.arg("client").arg(url).args(args);
     tokio::task::spawn_blocking(move || command.output().expect("sezzlee runs"))
         .await

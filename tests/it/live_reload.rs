@@ -1543,7 +1543,7 @@ fn signal(pid: u32, name: &str) {
 
 /// Starts the binary on `dir` with `--watch off`; returns it and its base URL.
 fn serve_binary(dir: &Path) -> (ServeProcess, String) {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sezzlee"));
+    let mut command = sezzlee_binary(None);
     command
         .arg("serve")
         .arg("--catalogs")
@@ -1555,11 +1555,6 @@ fn serve_binary(dir: &Path) -> (ServeProcess, String) {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
-    for (name, _) in std::env::vars() {
-        if name.starts_with("SEZZLEE_") {
-            command.env_remove(name);
-        }
-    }
     let mut child = command.spawn().expect("start sezzlee serve");
     let stderr = child.stderr.take().unwrap();
     let (sender, lines) = std::sync::mpsc::channel();

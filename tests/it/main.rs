@@ -4,6 +4,7 @@
 //! recording backend, request helpers, the MCP schemas); `corpus` the real
 //! documents.
 
+mod backend;
 mod catalog_rules;
 mod check_cli;
 mod client_cli;

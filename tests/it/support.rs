@@ -26,6 +26,21 @@ pub const LEGACY: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 /// The official MCP schemas, vendored (tests/fixtures/mcp-schema/README.md).
 const SCHEMA_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mcp-schema");
 
+/// The `sezzlee` binary of this build, as the tests run it: without the
+/// `SEZZLEE_*` variables of the environment the tests run in (a
+/// developer's own settings never leak into a test), except those whose
+/// names start with `keep` (variables a test sets for itself).
+pub fn sezzlee_binary(keep: Option<&str>) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sezzlee"));
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if text.starts_with("SEZZLEE_") && !keep.is_some_and(|keep| text.starts_with(keep)) {
+            command.env_remove(&name);
+        }
+    }
+    command
+}
+
 /// The demo catalog shipped in `catalogs/`.
 pub fn shipped_catalogs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogs")

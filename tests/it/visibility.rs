@@ -19,9 +19,8 @@
 //! subscriber scoped to one test thread would miss events whose callsites
 //! another test thread registered first.
 
+use crate::backend::Backend;
 use crate::support::*;
-use axum::extract::{Request, State};
-use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -1408,78 +1407,6 @@ async fn policy_names_never_reach_an_agent() {
 
 // ------------------------------------------------------------ 4. invoke
 
-/// One request as the backend received it.
-#[derive(Debug, Clone)]
-struct Recorded {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Recorded {
-    fn all(&self, name: &str) -> Vec<&str> {
-        self.headers
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-            .collect()
-    }
-}
-
-type Log = Arc<Mutex<Vec<Recorded>>>;
-
-/// A backend on loopback that records every request and answers
-/// `{"ok": true}`.
-struct Backend {
-    base: String,
-    log: Log,
-}
-
-impl Backend {
-    async fn start() -> Backend {
-        let log: Log = Arc::default();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let app = axum::Router::new().fallback(record).with_state(log.clone());
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Backend { base, log }
-    }
-
-    fn count(&self) -> usize {
-        self.log.lock().unwrap().len()
-    }
-
-    fn last(&self) -> Recorded {
-        self.log.lock().unwrap().last().cloned().expect("a request")
-    }
-}
-
-async fn record(State(log): State<Log>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
-    log.lock().unwrap().push(Recorded {
-        method: parts.method.to_string(),
-        path: parts.uri.path().to_string(),
-        headers: parts
-            .headers
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
-        body: body.to_vec(),
-    });
-    (
-        [("content-type", "application/json")],
-        r#"{"ok":true}"#.to_string(),
-    )
-        .into_response()
-}
-
 #[tokio::test]
 async fn invoke_sends_the_callers_authorization_and_static_headers_and_nothing_else() {
     init();
@@ -1524,7 +1451,7 @@ async fn invoke_sends_the_callers_authorization_and_static_headers_and_nothing_e
     assert_eq!(answer["status"], 200, "{answer}");
     let request = backend.last();
     assert_eq!(
-        (request.method.as_str(), request.path.as_str()),
+        (request.method.as_str(), request.path()),
         ("GET", "/health")
     );
     assert_eq!(request.all("authorization"), [admin_authorization.as_str()]);
@@ -1548,7 +1475,7 @@ async fn invoke_sends_the_callers_authorization_and_static_headers_and_nothing_e
         )
         .await;
     let request = backend.last();
-    assert_eq!(request.path, "/internal/ping");
+    assert_eq!(request.path(), "/internal/ping");
     assert_eq!(request.all("x-tenant"), ["acme"]);
     for name in never.iter().chain(&["authorization", "x-static-token"]) {
         assert_eq!(
@@ -1570,7 +1497,7 @@ async fn invoke_sends_the_callers_authorization_and_static_headers_and_nothing_e
     assert_eq!(answer["body"], json!({"ok": true}), "{answer}");
     let request = backend.last();
     assert_eq!(
-        (request.method.as_str(), request.path.as_str()),
+        (request.method.as_str(), request.path()),
         ("POST", "/admin/purge")
     );
     assert_eq!(request.all("authorization"), [admin_authorization.as_str()]);
@@ -1612,7 +1539,7 @@ async fn invoke_sends_the_callers_authorization_and_static_headers_and_nothing_e
         )
         .await;
     let request = backend.last();
-    assert_eq!(request.path, "/admin/purge");
+    assert_eq!(request.path(), "/admin/purge");
     assert_eq!(
         request.all("authorization"),
         ["Bearer opaque-token-for-the-backend"]
@@ -1628,7 +1555,7 @@ async fn invoke_sends_the_callers_authorization_and_static_headers_and_nothing_e
         )
         .await;
     let request = backend.last();
-    assert_eq!(request.path, "/products");
+    assert_eq!(request.path(), "/products");
     assert_eq!(request.all("authorization"), Vec::<&str>::new());
     assert_eq!(request.all("x-api-key"), Vec::<&str>::new());
     assert_eq!(request.all("x-static-token"), [STATIC_HEADER.1]);
@@ -1790,13 +1717,7 @@ impl Drop for Served {
 }
 
 fn sezzlee() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_sezzlee"));
-    for (name, _) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        if text.starts_with("SEZZLEE_") && !text.starts_with("SEZZLEE_VIS_") {
-            command.env_remove(&name);
-        }
-    }
+    let mut command = sezzlee_binary(Some("SEZZLEE_VIS_"));
     command
         .env("RUST_LOG", "info,sezzlee=debug")
         .env("NO_COLOR", "1");
