@@ -728,3 +728,1043 @@ pub fn summary(build: &DocumentBuild) -> DocumentSummary {
         tools: build.drafts.len(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! One test per rule of turning documents into drafts, on small inline
+    //! documents; per dialect where OpenAPI 3.0, 3.1 and Swagger 2.0 differ.
+
+    use super::*;
+    use crate::Location;
+    use crate::diagnostics::Severity;
+
+    /// A document of `dialect` with `rest` (paths, servers, …) at its top.
+    fn document(dialect: Dialect, rest: Value) -> Value {
+        let mut doc = match dialect {
+            Dialect::Swagger2 => json!({"swagger": "2.0"}),
+            Dialect::OpenApi30 => json!({"openapi": "3.0.3"}),
+            Dialect::OpenApi31 => json!({"openapi": "3.1.0"}),
+        };
+        doc["info"] = json!({"title": "t", "version": "1"});
+        for (key, value) in rest.as_object().unwrap() {
+            doc[key] = value.clone();
+        }
+        doc
+    }
+
+    /// Builds the first of `files` (the others are there to be `$ref`ed).
+    fn build_files(files: &[(&str, Value)], sidecar: Option<Value>) -> DocumentBuild {
+        let folder: BTreeMap<Arc<str>, Arc<Value>> = files
+            .iter()
+            .map(|(name, value)| (Arc::from(*name), Arc::new(value.clone())))
+            .collect();
+        let resolver = Resolver::new(&folder);
+        let (name, root) = &files[0];
+        let mut diagnostics = Vec::new();
+        let dialect = dialect_of(name, root, &mut diagnostics).expect("an API document");
+        let sidecar = sidecar.map(|value| Sidecar::from_value(&value).unwrap());
+        build_document(&resolver, Arc::from(*name), root, dialect, sidecar.as_ref())
+    }
+
+    /// Builds `api.json`, a document of `dialect` with `rest` at its top.
+    fn build(dialect: Dialect, rest: Value) -> DocumentBuild {
+        build_files(&[("api.json", document(dialect, rest))], None)
+    }
+
+    fn draft<'b>(build: &'b DocumentBuild, route: &str) -> &'b Draft {
+        build
+            .drafts
+            .iter()
+            .find(|draft| draft.route == route)
+            .unwrap_or_else(|| {
+                let routes: Vec<&str> = build.drafts.iter().map(|d| d.route.as_str()).collect();
+                panic!("no draft for {route}; have {routes:?}")
+            })
+    }
+
+    /// (member, wire name, location) of every argument, in order.
+    fn arguments(draft: &Draft) -> Vec<(&str, &str, Location)> {
+        draft
+            .operation
+            .arguments
+            .iter()
+            .map(|a| (a.member.as_str(), a.wire_name.as_str(), a.location))
+            .collect()
+    }
+
+    /// (severity, code, pointer, message) of every diagnostic.
+    fn notes(build: &DocumentBuild) -> Vec<(Severity, &str, &str, &str)> {
+        build
+            .diagnostics
+            .iter()
+            .map(|d| (d.severity, d.code, d.pointer.as_str(), d.message.as_str()))
+            .collect()
+    }
+
+    fn base_url(draft: &Draft) -> Option<&str> {
+        draft.operation.base_url.as_deref()
+    }
+
+    // ------------------------------------------------------------ dialects
+
+    #[test]
+    fn the_version_field_names_the_dialect() {
+        let mut diagnostics = Vec::new();
+        let mut dialect = |root: Value| dialect_of("a.json", &root, &mut diagnostics);
+        assert_eq!(
+            dialect(json!({"openapi": "3.0.0"})),
+            Some(Dialect::OpenApi30)
+        );
+        assert_eq!(dialect(json!({"openapi": "3.0"})), Some(Dialect::OpenApi30));
+        assert_eq!(
+            dialect(json!({"openapi": "3.1.1"})),
+            Some(Dialect::OpenApi31)
+        );
+        assert_eq!(dialect(json!({"swagger": "2.0"})), Some(Dialect::Swagger2));
+        // No version at all: a shared file other documents `$ref`, silently.
+        assert_eq!(dialect(json!({"Pet": {"type": "object"}})), None);
+        assert!(diagnostics.is_empty());
+    }
+
+    #[test]
+    fn unsupported_versions_are_errors_at_the_version_field() {
+        let mut diagnostics = Vec::new();
+        for root in [
+            json!({"openapi": "4.0.0"}),
+            json!({"openapi": "2.0"}),
+            json!({"swagger": "1.2"}),
+            // Unquoted in YAML these are numbers, not the strings the
+            // specifications require.
+            json!({"openapi": 3.0}),
+            json!({"swagger": 2.0}),
+        ] {
+            assert_eq!(dialect_of("a.json", &root, &mut diagnostics), None);
+        }
+        let found: Vec<(&str, &str, &str)> = diagnostics
+            .iter()
+            .map(|d| (d.code, d.pointer.as_str(), d.message.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "unsupported_document",
+                    "/openapi",
+                    "OpenAPI version \"4.0.0\" is not supported (3.0.x, 3.1.x and Swagger 2.0 are)"
+                ),
+                (
+                    "unsupported_document",
+                    "/openapi",
+                    "OpenAPI version \"2.0\" is not supported (3.0.x, 3.1.x and Swagger 2.0 are)"
+                ),
+                (
+                    "unsupported_document",
+                    "/swagger",
+                    "Swagger version \"1.2\" is not supported (only 2.0 is)"
+                ),
+                (
+                    "unsupported_document",
+                    "/openapi",
+                    "OpenAPI version 3.0 is not supported (3.0.x, 3.1.x and Swagger 2.0 are)"
+                ),
+                (
+                    "unsupported_document",
+                    "/swagger",
+                    "Swagger version 2.0 is not supported (only 2.0 is)"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn sidecars_and_shared_files_are_not_documents_and_parse_errors_are_reported() {
+        let api = document(
+            Dialect::OpenApi30,
+            json!({"paths": {"/a": {"get": {"responses": {}}}}}),
+        );
+        let good = Sources::from_files(
+            [
+                ("api.json".to_string(), serde_json::to_vec(&api).unwrap()),
+                ("api.sezzlee.json".to_string(), b"{}".to_vec()),
+                ("shared.json".to_string(), br#"{"Pet": {}}"#.to_vec()),
+                (
+                    "broken.json".to_string(),
+                    br#"{"openapi": "3.0.0""#.to_vec(),
+                ),
+            ],
+            None,
+        );
+        let catalog = build_catalog(&good);
+        let documents: Vec<&str> = catalog.documents.iter().map(|d| &*d.file).collect();
+        assert_eq!(documents, ["api.json"]);
+        let found: Vec<(&str, &str, &str)> = catalog
+            .diagnostics
+            .iter()
+            .map(|d| (d.file.as_str(), d.code, d.message.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [(
+                "broken.json",
+                "parse_error",
+                "invalid JSON: EOF while parsing an object at line 1 column 19"
+            )]
+        );
+        // A file that stops parsing says its last good version still serves.
+        let broken = Sources::from_files([("api.json".to_string(), b"{".to_vec())], Some(&good));
+        let catalog = build_catalog(&broken);
+        assert_eq!(catalog.tools().len(), 1);
+        assert_eq!(
+            catalog.diagnostics[0].message,
+            "invalid JSON: EOF while parsing an object at line 1 column 1; the last good version keeps serving"
+        );
+    }
+
+    #[test]
+    fn the_namespace_is_the_sidecars_else_the_sanitised_file_stem() {
+        assert_eq!(namespace_of("apis/My-Shop.v2.yaml", None), "my_shop_v2");
+        assert_eq!(namespace_of("pets", None), "pets");
+        let sidecar = Sidecar {
+            namespace: Some("shop".to_string()),
+            ..Sidecar::default()
+        };
+        assert_eq!(namespace_of("apis/My-Shop.v2.yaml", Some(&sidecar)), "shop");
+    }
+
+    // ------------------------------------------------- paths and operations
+
+    #[test]
+    fn only_http_method_keys_are_operations_in_document_order() {
+        let built = build(
+            Dialect::OpenApi31,
+            json!({"paths": {
+                "/b": {
+                    "summary": "s", "description": "d", "servers": [], "parameters": [],
+                    "x-internal": {"get": {}}, "GET": {"responses": {}}, "query": {"responses": {}},
+                    "trace": {"responses": {}}, "get": {"responses": {}}
+                },
+                "/a": {"delete": {"responses": {}}, "options": {"responses": {}}}
+            }}),
+        );
+        let routes: Vec<&str> = built.drafts.iter().map(|d| d.route.as_str()).collect();
+        assert_eq!(routes, ["TRACE /b", "GET /b", "DELETE /a", "OPTIONS /a"]);
+        assert_eq!(built.operations, 4);
+        assert_eq!(built.namespace, "api");
+    }
+
+    #[test]
+    fn routes_keep_the_path_as_written_and_pointers_escape_it() {
+        let built = build(
+            Dialect::OpenApi30,
+            json!({"paths": {"/pets/{petId}/a~b": {"patch": {"responses": {}}}}}),
+        );
+        let draft = draft(&built, "PATCH /pets/{petId}/a~b");
+        assert_eq!(draft.pointer, "/paths/~1pets~1{petId}~1a~0b/patch");
+        assert_eq!(draft.operation.method, "PATCH");
+        assert_eq!(draft.operation.path, "/pets/{petId}/a~b");
+    }
+
+    #[test]
+    fn a_path_item_ref_is_followed_and_an_unresolved_one_reported() {
+        let built = build(
+            Dialect::OpenApi31,
+            json!({
+                "paths": {
+                    "/pets": {"$ref": "#/x-items/pets"},
+                    "/gone": {"$ref": "#/x-items/gone"}
+                },
+                "x-items": {"pets": {"get": {"operationId": "listPets", "responses": {}}}}
+            }),
+        );
+        assert_eq!(draft(&built, "GET /pets").name, "list_pets");
+        assert_eq!(built.operations, 1);
+        assert_eq!(
+            notes(&built),
+            [(
+                Severity::Error,
+                "unresolved_ref",
+                "/paths/~1gone",
+                "'#/x-items/gone' points to nothing"
+            )]
+        );
+    }
+
+    // ----------------------------------------------------------- parameters
+
+    #[test]
+    fn path_level_parameters_come_first_then_the_operations() {
+        let parameters = json!([
+            {"name": "petId", "in": "path", "required": true, "schema": {"type": "integer"}},
+            {"name": "limit", "in": "query", "schema": {"type": "integer"}}
+        ]);
+        let built = build(
+            Dialect::OpenApi30,
+            json!({"paths": {"/pets/{petId}": {
+                "parameters": parameters,
+                "get": {"parameters": [{"name": "verbose", "in": "query", "schema": {"type": "boolean"}}], "responses": {}},
+                "delete": {"responses": {}}
+            }}}),
+        );
+        assert_eq!(
+            arguments(draft(&built, "GET /pets/{petId}")),
+            [
+                ("petId", "petId", Location::Path),
+                ("limit", "limit", Location::Query),
+                ("verbose", "verbose", Location::Query)
+            ]
+        );
+        assert_eq!(
+            arguments(draft(&built, "DELETE /pets/{petId}")),
+            [
+                ("petId", "petId", Location::Path),
+                ("limit", "limit", Location::Query)
+            ]
+        );
+    }
+
+    #[test]
+    fn operation_parameters_override_path_parameters_of_the_same_name_and_location() {
+        let built = build(
+            Dialect::OpenApi31,
+            json!({"paths": {"/pets/{id}": {
+                "parameters": [
+                    {"name": "limit", "in": "query", "schema": {"type": "integer"}},
+                    {"name": "id", "in": "path", "schema": {"type": "string"}}
+                ],
+                "get": {"parameters": [
+                    {"name": "id", "in": "header", "schema": {"type": "integer"}},
+                    {"name": "limit", "in": "query", "required": true, "schema": {"type": "string", "maxLength": 3}}
+                ], "responses": {}}
+            }}}),
+        );
+        let draft = draft(&built, "GET /pets/{id}");
+        // The override keeps the path item's position; the header `id`
+        // is another parameter and gets its location in front.
+        assert_eq!(
+            arguments(draft),
+            [
+                ("limit", "limit", Location::Query),
+                ("id", "id", Location::Path),
+                ("header_id", "id", Location::Header)
+            ]
+        );
+        assert_eq!(
+            draft.input_schema.to_value(),
+            json!({
+                "type": "object",
+                "properties": {
+                    "limit": {"type": "string", "maxLength": 3},
+                    "id": {"type": "string"},
+                    "header_id": {"type": "integer"}
+                },
+                "required": ["id", "limit"],
+                "additionalProperties": false
+            })
+        );
+    }
+
+    #[test]
+    fn parameter_refs_resolve_per_dialect() {
+        let v30 = build(
+            Dialect::OpenApi30,
+            json!({
+                "paths": {"/a": {"get": {"parameters": [{"$ref": "#/components/parameters/Limit"}], "responses": {}}}},
+                "components": {"parameters": {"Limit": {"name": "limit", "in": "query", "schema": {"type": "integer"}}}}
+            }),
+        );
+        // Swagger 2.0 parameters carry their schema keywords inline.
+        let v2 = build(
+            Dialect::Swagger2,
+            json!({
+                "paths": {"/a": {"get": {"parameters": [{"$ref": "#/parameters/Limit"}], "responses": {}}}},
+                "parameters": {"Limit": {"name": "limit", "in": "query", "type": "integer"}}
+            }),
+        );
+        for built in [v30, v2] {
+            let draft = draft(&built, "GET /a");
+            assert_eq!(arguments(draft), [("limit", "limit", Location::Query)]);
+            assert_eq!(
+                draft.input_schema.to_value()["properties"],
+                json!({"limit": {"type": "integer"}})
+            );
+        }
+    }
+
+    #[test]
+    fn an_unresolvable_parameter_leaves_only_its_operation_out() {
+        let built = build(
+            Dialect::OpenApi30,
+            json!({"paths": {"/a": {
+                "get": {"parameters": [{"$ref": "#/components/parameters/Nope"}], "responses": {}},
+                "post": {"responses": {}}
+            }}}),
+        );
+        let routes: Vec<&str> = built.drafts.iter().map(|d| d.route.as_str()).collect();
+        assert_eq!(routes, ["POST /a"]);
+        assert_eq!(built.operations, 2);
+        assert_eq!(
+            notes(&built),
+            [(
+                Severity::Error,
+                "unresolved_ref",
+                "/paths/~1a/get",
+                "operation left out: '#/components/parameters/Nope' points to nothing"
+            )]
+        );
+    }
+
+    #[test]
+    fn refs_inside_a_path_item_from_another_file() {
+        let paths = json!({
+            "Pets": {
+                "parameters": [{"$ref": "#/Limit"}],
+                "get": {"operationId": "listPets", "responses": {}},
+                "post": {"operationId": "addPet", "parameters": [{"$ref": "#/Limit"}], "responses": {}}
+            },
+            "Limit": {"name": "limit", "in": "query", "schema": {"type": "integer"}}
+        });
+        let api = document(
+            Dialect::OpenApi30,
+            json!({"paths": {"/pets": {"$ref": "paths.json#/Pets"}}}),
+        );
+        let built = build_files(&[("api.json", api), ("paths.json", paths)], None);
+        // Path-level parameters resolve in the file that holds them.
+        assert_eq!(
+            arguments(draft(&built, "GET /pets")),
+            [("limit", "limit", Location::Query)]
+        );
+        // Operation-level ones are resolved against the document instead,
+        // so this operation is left out today.
+        assert_eq!(
+            notes(&built),
+            [(
+                Severity::Error,
+                "unresolved_ref",
+                "/paths/~1pets/post",
+                "operation left out: '#/Limit' points to nothing"
+            )]
+        );
+    }
+
+    // -------------------------------------------------------------- servers
+
+    #[test]
+    fn the_server_is_the_operations_then_the_path_items_then_the_documents() {
+        let built = build(
+            Dialect::OpenApi30,
+            json!({
+                "servers": [{"url": "https://doc.example.com/"}, {"url": "https://second.example.com"}],
+                "paths": {
+                    "/op": {
+                        "servers": [{"url": "https://path.example.com"}],
+                        "get": {"servers": [{"url": "https://op.example.com/v1/"}], "responses": {}}
+                    },
+                    "/path": {"servers": [{"url": "https://path.example.com"}], "get": {"responses": {}}},
+                    "/doc": {"get": {"servers": [], "responses": {}}}
+                }
+            }),
+        );
+        assert_eq!(
+            base_url(draft(&built, "GET /op")),
+            Some("https://op.example.com/v1")
+        );
+        assert_eq!(
+            base_url(draft(&built, "GET /path")),
+            Some("https://path.example.com")
+        );
+        // An empty list is skipped; the first of a list is used.
+        assert_eq!(
+            base_url(draft(&built, "GET /doc")),
+            Some("https://doc.example.com")
+        );
+    }
+
+    #[test]
+    fn server_variables_take_their_defaults() {
+        for dialect in [Dialect::OpenApi30, Dialect::OpenApi31] {
+            let built = build(
+                dialect,
+                json!({
+                    "servers": [{
+                        "url": "https://{region}.example.com:{port}/{base}",
+                        "variables": {
+                            "region": {"default": "eu", "enum": ["eu", "us"]},
+                            "port": {"default": 8443},
+                            "base": {"default": "v2"}
+                        }
+                    }],
+                    "paths": {"/a": {"get": {"responses": {}}}}
+                }),
+            );
+            // A default that is not a string is not substituted.
+            assert_eq!(
+                base_url(draft(&built, "GET /a")),
+                Some("https://eu.example.com:{port}/v2"),
+                "{dialect:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn without_servers_there_is_no_base_url_and_relative_ones_stay_relative() {
+        let none = build(
+            Dialect::OpenApi31,
+            json!({"paths": {"/a": {"get": {"responses": {}}}}}),
+        );
+        assert_eq!(base_url(draft(&none, "GET /a")), None);
+        let relative = build(
+            Dialect::OpenApi30,
+            json!({
+                "servers": [{"url": "/api/"}],
+                "paths": {"/a": {"get": {"servers": [{"url": "/"}], "responses": {}}}, "/b": {"get": {"responses": {}}}}
+            }),
+        );
+        assert_eq!(base_url(draft(&relative, "GET /b")), Some("/api"));
+        assert_eq!(base_url(draft(&relative, "GET /a")), Some(""));
+    }
+
+    #[test]
+    fn swagger_20_base_url_is_scheme_host_and_base_path() {
+        let url = |rest: Value| {
+            let mut rest = rest;
+            rest["paths"] = json!({"/a": {"get": {"responses": {}}}});
+            // `servers` means nothing in Swagger 2.0.
+            rest["servers"] = json!([{"url": "https://ignored.example.com"}]);
+            let built = build(Dialect::Swagger2, rest);
+            base_url(draft(&built, "GET /a")).map(str::to_string)
+        };
+        let https = "https://api.example.com/v1";
+        assert_eq!(
+            url(
+                json!({"host": "api.example.com", "basePath": "/v1/", "schemes": ["http", "https"]})
+            )
+            .as_deref(),
+            Some(https)
+        );
+        assert_eq!(
+            url(json!({"host": "api.example.com", "basePath": "/v1"})).as_deref(),
+            Some(https)
+        );
+        assert_eq!(
+            url(json!({"host": "api.example.com:8080", "schemes": ["http"]})).as_deref(),
+            Some("http://api.example.com:8080")
+        );
+        assert_eq!(
+            url(json!({"host": "api.example.com", "basePath": "/", "schemes": ["wss", "ws"]}))
+                .as_deref(),
+            Some("wss://api.example.com")
+        );
+        assert_eq!(url(json!({"basePath": "/v1"})).as_deref(), Some("/v1"));
+        assert_eq!(url(json!({"basePath": "/"})), None);
+        assert_eq!(url(json!({})), None);
+    }
+
+    #[test]
+    fn the_sidecar_base_url_wins_over_the_document() {
+        let api = document(
+            Dialect::OpenApi30,
+            json!({"servers": [{"url": "https://doc.example.com"}], "paths": {"/a": {"get": {"responses": {}}}}}),
+        );
+        let sidecar = json!({"backend": {"baseUrl": "http://127.0.0.1:9000"}});
+        let built = build_files(&[("api.json", api)], Some(sidecar));
+        assert_eq!(
+            base_url(draft(&built, "GET /a")),
+            Some("http://127.0.0.1:9000")
+        );
+    }
+
+    // ------------------------------------------------------------- security
+
+    #[test]
+    fn operation_security_replaces_the_documents() {
+        let built = build(
+            Dialect::OpenApi30,
+            json!({
+                "security": [{"oauth": ["read"]}],
+                "paths": {"/a": {
+                    "get": {"responses": {}},
+                    "delete": {"security": [], "responses": {}},
+                    "put": {"security": [{"oauth": ["write", 7], "key": []}, {}], "responses": {}}
+                }}
+            }),
+        );
+        let security = |route: &str| draft(&built, route).operation.security.clone();
+        let requirement = |pairs: &[(&str, &[&str])]| -> BTreeMap<String, Vec<String>> {
+            pairs
+                .iter()
+                .map(|(scheme, scopes)| {
+                    (
+                        scheme.to_string(),
+                        scopes.iter().map(|s| s.to_string()).collect(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(
+            security("GET /a"),
+            Some(vec![requirement(&[("oauth", &["read"])])])
+        );
+        // An empty list: explicitly no security.
+        assert_eq!(security("DELETE /a"), Some(vec![]));
+        // Requirements are alternatives; schemes inside one are all needed;
+        // non-string scopes are dropped; `{}` is the anonymous alternative.
+        assert_eq!(
+            security("PUT /a"),
+            Some(vec![
+                requirement(&[("key", &[]), ("oauth", &["write"])]),
+                requirement(&[])
+            ])
+        );
+    }
+
+    #[test]
+    fn no_security_anywhere_is_none() {
+        for dialect in [Dialect::Swagger2, Dialect::OpenApi30, Dialect::OpenApi31] {
+            let built = build(
+                dialect,
+                json!({"paths": {"/a": {"get": {"responses": {}}}}}),
+            );
+            assert_eq!(
+                draft(&built, "GET /a").operation.security,
+                None,
+                "{dialect:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn security_schemes_come_from_each_dialects_place() {
+        let schemes = json!({
+            "securityDefinitions": {"v2": {"type": "basic"}},
+            "components": {"securitySchemes": {"v3": {"type": "http", "scheme": "bearer"}}},
+            "paths": {"/a": {"get": {"responses": {}}}}
+        });
+        let names = |dialect: Dialect| -> Vec<String> {
+            let built = build(dialect, schemes.clone());
+            let draft = draft(&built, "GET /a");
+            draft.operation.security_schemes.keys().cloned().collect()
+        };
+        assert_eq!(names(Dialect::Swagger2), ["v2"]);
+        assert_eq!(names(Dialect::OpenApi30), ["v3"]);
+        assert_eq!(names(Dialect::OpenApi31), ["v3"]);
+    }
+
+    // ------------------------------------------------ names and descriptions
+
+    #[test]
+    fn names_come_from_the_extension_the_operation_id_or_the_route() {
+        let built = build(
+            Dialect::OpenApi30,
+            json!({"paths": {
+                "/pets/{petId}": {
+                    "parameters": [{"name": "petId", "in": "path", "schema": {"type": "string"}}],
+                    "get": {"operationId": "getPetByID", "responses": {}},
+                    "put": {"responses": {}},
+                    "delete": {"operationId": "!!!", "responses": {}},
+                    "post": {"operationId": "x", "x-sezzlee-name": "adopt_pet", "responses": {}},
+                    "patch": {"operationId": "patchPet", "x-sezzlee-name": "Bad Name", "responses": {}}
+                }
+            }}),
+        );
+        let name = |route: &str| draft(&built, route).name.as_str();
+        assert_eq!(name("GET /pets/{petId}"), "get_pet_by_id");
+        assert_eq!(name("PUT /pets/{petId}"), "put_pets_by_pet_id");
+        assert_eq!(name("DELETE /pets/{petId}"), "delete_pets_by_pet_id");
+        assert_eq!(name("POST /pets/{petId}"), "adopt_pet");
+        assert_eq!(name("PATCH /pets/{petId}"), "patch_pet");
+        assert_eq!(
+            notes(&built),
+            [(
+                Severity::Warning,
+                "invalid_configuration",
+                "/paths/~1pets~1{petId}/patch",
+                "x-sezzlee-name 'Bad Name' is not a valid tool name ([a-z0-9_], 1-128 characters); a derived name is used"
+            )]
+        );
+    }
+
+    #[test]
+    fn descriptions_join_summary_and_description_without_repeating() {
+        let describe_as = |operation: Value| describe(&operation, "GET /a");
+        assert_eq!(describe_as(json!({})), "GET /a");
+        assert_eq!(
+            describe_as(json!({"summary": "  ", "description": 3})),
+            "GET /a"
+        );
+        assert_eq!(
+            describe_as(json!({"summary": " List pets. "})),
+            "List pets."
+        );
+        assert_eq!(
+            describe_as(json!({"description": "All pets."})),
+            "All pets."
+        );
+        assert_eq!(
+            describe_as(json!({"summary": "List pets", "description": "List pets, paged."})),
+            "List pets, paged."
+        );
+        assert_eq!(
+            describe_as(json!({"summary": "List pets, paged.", "description": "List pets"})),
+            "List pets, paged."
+        );
+        assert_eq!(
+            describe_as(json!({"summary": "List pets", "description": "Paged."})),
+            "List pets\n\nPaged."
+        );
+    }
+
+    #[test]
+    fn deprecated_operations_are_published_unmarked() {
+        let built = build(
+            Dialect::OpenApi31,
+            json!({"paths": {"/a": {"get": {"deprecated": true, "summary": "Old", "responses": {}}}}}),
+        );
+        let draft = draft(&built, "GET /a");
+        assert_eq!(draft.name, "get_a");
+        assert_eq!(draft.description, "Old");
+        assert_eq!(
+            draft.annotations,
+            Some(
+                json!({"readOnlyHint": true, "idempotentHint": true})
+                    .as_object()
+                    .unwrap()
+                    .clone()
+            )
+        );
+        assert!(built.diagnostics.is_empty());
+    }
+
+    #[test]
+    fn extension_tags_are_added_once_and_search_terms_kept_as_written() {
+        let built = build(
+            Dialect::Swagger2,
+            json!({"paths": {"/a": {"get": {
+                "tags": ["pets", "store", 3, "pets"],
+                "x-sezzlee-tags": ["beta", "pets"],
+                "x-sezzlee-search-terms": ["animals", "animals"],
+                "responses": {}
+            }}}}),
+        );
+        let draft = draft(&built, "GET /a");
+        // Repeats within the operation's own `tags` are kept.
+        assert_eq!(draft.tags, ["pets", "store", "pets", "beta"]);
+        assert_eq!(draft.search_terms, ["animals", "animals"]);
+    }
+
+    #[test]
+    fn annotations_follow_the_method_then_explicit_settings() {
+        let hints = |method: &str, operation: Value, configured: Option<Value>| {
+            let configured = configured.map(|c| c.as_object().unwrap().clone());
+            annotations_for(method, &operation, configured.as_ref()).map(Value::Object)
+        };
+        let read_only = Some(json!({"readOnlyHint": true, "idempotentHint": true}));
+        assert_eq!(hints("GET", json!({}), None), read_only);
+        assert_eq!(hints("HEAD", json!({}), None), read_only);
+        assert_eq!(hints("OPTIONS", json!({}), None), read_only);
+        assert_eq!(
+            hints("PUT", json!({}), None),
+            Some(json!({"idempotentHint": true}))
+        );
+        assert_eq!(
+            hints("DELETE", json!({}), None),
+            Some(json!({"destructiveHint": true, "idempotentHint": true}))
+        );
+        assert_eq!(hints("POST", json!({}), None), None);
+        assert_eq!(hints("PATCH", json!({}), None), None);
+        assert_eq!(hints("TRACE", json!({}), None), None);
+        let declared = json!({"x-sezzlee-annotations": {
+            "readOnlyHint": false, "openWorldHint": true, "title": "Pets",
+            "destructiveHint": "yes", "somethingElse": true
+        }});
+        assert_eq!(
+            hints("GET", declared.clone(), None),
+            Some(json!({"idempotentHint": true, "openWorldHint": true, "title": "Pets"}))
+        );
+        // The sidecar's settings come last.
+        assert_eq!(
+            hints(
+                "GET",
+                declared,
+                Some(json!({"openWorldHint": false, "title": "Animals"}))
+            ),
+            Some(json!({"idempotentHint": true, "title": "Animals"}))
+        );
+    }
+
+    // -------------------------------------------------------- request bodies
+
+    #[test]
+    fn request_bodies_prefer_json_then_form_then_the_rest() {
+        let object =
+            json!({"schema": {"type": "object", "properties": {"name": {"type": "string"}}}});
+        let built = build(
+            Dialect::OpenApi30,
+            json!({
+                "paths": {
+                    "/json": {"post": {"requestBody": {"content": {
+                        "application/xml": object, "application/x-www-form-urlencoded": object,
+                        "application/merge-patch+json": object, "application/json; charset=utf-8": object
+                    }}, "responses": {}}},
+                    "/form": {"post": {"requestBody": {"content": {
+                        "text/plain": {}, "multipart/form-data": object, "application/x-www-form-urlencoded": object
+                    }}, "responses": {}}},
+                    "/any": {"post": {"requestBody": {"content": {"*/*": {}}}, "responses": {}}},
+                    "/ref": {"post": {"requestBody": {"$ref": "#/components/requestBodies/Raw"}, "responses": {}}}
+                },
+                "components": {"requestBodies": {"Raw": {"required": true, "content": {"application/octet-stream": {}}}}}
+            }),
+        );
+        let body = |route: &str| {
+            let draft = draft(&built, route);
+            let body = draft.operation.body.as_ref().unwrap();
+            (body.media_type.as_str(), body.required, arguments(draft))
+        };
+        assert_eq!(
+            body("POST /json"),
+            (
+                "application/json; charset=utf-8",
+                false,
+                vec![("name", "name", Location::BodyMember)]
+            )
+        );
+        assert_eq!(
+            body("POST /form"),
+            (
+                "application/x-www-form-urlencoded",
+                false,
+                vec![("name", "name", Location::BodyMember)]
+            )
+        );
+        assert_eq!(
+            body("POST /any"),
+            (
+                "application/json",
+                false,
+                vec![("body", "body", Location::Body)]
+            )
+        );
+        assert_eq!(
+            body("POST /ref"),
+            (
+                "application/octet-stream",
+                true,
+                vec![("body", "body", Location::Body)]
+            )
+        );
+        assert_eq!(
+            draft(&built, "POST /ref").input_schema.to_value()["properties"]["body"],
+            json!({"type": "string", "contentEncoding": "base64"})
+        );
+    }
+
+    #[test]
+    fn swagger_20_body_parameters_take_their_media_type_from_consumes() {
+        let pet = json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}});
+        let built = build(
+            Dialect::Swagger2,
+            json!({
+                "consumes": ["application/vnd.pets+json", "application/json"],
+                "paths": {
+                    "/doc": {"post": {"parameters": [{"name": "pet", "in": "body", "required": true, "schema": pet}], "responses": {}}},
+                    "/own": {"post": {
+                        "consumes": ["text/plain", "application/json"],
+                        "parameters": [{"name": "pet", "in": "body", "schema": pet}],
+                        // Not Swagger 2.0: ignored.
+                        "requestBody": {"content": {"text/plain": {}}},
+                        "responses": {}
+                    }}
+                }
+            }),
+        );
+        let body = |route: &str| {
+            let body = draft(&built, route).operation.body.clone().unwrap();
+            (body.media_type, body.required)
+        };
+        assert_eq!(
+            body("POST /doc"),
+            ("application/vnd.pets+json".to_string(), true)
+        );
+        assert_eq!(body("POST /own"), ("application/json".to_string(), false));
+        assert_eq!(
+            arguments(draft(&built, "POST /doc")),
+            [("name", "name", Location::BodyMember)]
+        );
+        assert_eq!(
+            draft(&built, "POST /doc").input_schema.to_value()["required"],
+            json!(["name"])
+        );
+    }
+
+    #[test]
+    fn openapi_3_request_bodies_ignore_consumes() {
+        let built = build(
+            Dialect::OpenApi31,
+            json!({
+                "consumes": ["application/vnd.pets+json"],
+                "paths": {"/a": {"post": {"requestBody": {"content": {"application/json": {}}}, "responses": {}}}}
+            }),
+        );
+        assert_eq!(
+            draft(&built, "POST /a")
+                .operation
+                .body
+                .as_ref()
+                .unwrap()
+                .media_type,
+            "application/json"
+        );
+    }
+
+    #[test]
+    fn swagger_20_form_data_is_url_encoded_unless_files_or_consumes_say_multipart() {
+        let built = build(
+            Dialect::Swagger2,
+            json!({"paths": {
+                "/plain": {"post": {"parameters": [{"name": "note", "in": "formData", "type": "string"}], "responses": {}}},
+                "/consumes": {"post": {
+                    "consumes": ["multipart/form-data"],
+                    "parameters": [{"name": "note", "in": "formData", "type": "string"}], "responses": {}
+                }},
+                "/both": {"post": {
+                    "consumes": ["multipart/form-data", "application/x-www-form-urlencoded"],
+                    "parameters": [{"name": "note", "in": "formData", "type": "string"}], "responses": {}
+                }},
+                "/file": {"post": {
+                    "parameters": [{"name": "note", "in": "formData", "type": "string"}, {"name": "photo", "in": "formData", "type": "file"}],
+                    "responses": {}
+                }}
+            }}),
+        );
+        let media = |route: &str| {
+            draft(&built, route)
+                .operation
+                .body
+                .clone()
+                .unwrap()
+                .media_type
+        };
+        assert_eq!(media("POST /plain"), "application/x-www-form-urlencoded");
+        assert_eq!(media("POST /consumes"), "multipart/form-data");
+        assert_eq!(media("POST /both"), "application/x-www-form-urlencoded");
+        assert_eq!(media("POST /file"), "multipart/form-data");
+        assert_eq!(
+            arguments(draft(&built, "POST /file")),
+            [
+                ("note", "note", Location::BodyMember),
+                ("photo", "photo", Location::BodyMember)
+            ]
+        );
+    }
+
+    #[test]
+    fn swagger_20_produces_decides_whether_there_is_an_output_schema() {
+        let ok = json!({"200": {"description": "ok", "schema": {"type": "object"}}});
+        let built = build(
+            Dialect::Swagger2,
+            json!({
+                "produces": ["application/xml"],
+                "paths": {
+                    "/xml": {"get": {"responses": ok}},
+                    "/json": {"get": {"produces": ["application/json"], "responses": ok}}
+                }
+            }),
+        );
+        assert!(draft(&built, "GET /xml").output_schema.is_none());
+        assert_eq!(
+            draft(&built, "GET /json")
+                .output_schema
+                .as_ref()
+                .unwrap()
+                .to_value(),
+            json!({"type": "object"})
+        );
+    }
+
+    // -------------------------------------------------- visibility, sidecar
+
+    #[test]
+    fn an_undefined_visibility_policy_leaves_the_operation_out() {
+        let built = build(
+            Dialect::OpenApi30,
+            json!({"paths": {"/a": {
+                "get": {"x-sezzlee-visibility": "admins", "responses": {}},
+                "put": {"responses": {}}
+            }}}),
+        );
+        let routes: Vec<&str> = built.drafts.iter().map(|d| d.route.as_str()).collect();
+        assert_eq!(routes, ["PUT /a"]);
+        assert_eq!(
+            notes(&built),
+            [(
+                Severity::Error,
+                "invalid_configuration",
+                "/paths/~1a/get",
+                "visibility policy 'admins' is not defined in the sidecar's policies; the operation is left out"
+            )]
+        );
+    }
+
+    #[test]
+    fn sidecar_keys_that_name_nothing_are_reported() {
+        let api = document(
+            Dialect::OpenApi30,
+            json!({"paths": {"/a": {"get": {"responses": {}}}}}),
+        );
+        let sidecar = json!({
+            "tools": {"GET /a": {"name": "fetch_a"}, "POST /a": {}, "get /b": {}},
+            "revision": {"paths": {"/a": 2, "/b": 3}, "operations": {"GET /a": 2, "DELETE /a": 1}}
+        });
+        let built = build_files(&[("api.json", api)], Some(sidecar));
+        assert_eq!(draft(&built, "GET /a").name, "fetch_a");
+        let found: Vec<(&str, &str)> = built
+            .diagnostics
+            .iter()
+            .map(|d| (d.file.as_str(), d.pointer.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("api.json (sidecar)", "/tools/POST ~1a"),
+                ("api.json (sidecar)", "/tools/get ~1b"),
+                ("api.json (sidecar)", "/revision/operations/DELETE ~1a"),
+                ("api.json (sidecar)", "/revision/paths/~1b"),
+            ]
+        );
+        assert!(
+            built
+                .diagnostics
+                .iter()
+                .all(|d| d.severity == Severity::Warning)
+        );
+    }
+
+    #[test]
+    fn revision_levels_come_from_the_document_path_item_and_operation() {
+        let built = build(
+            Dialect::OpenApi31,
+            json!({
+                "x-sezzlee-revision": 3,
+                "paths": {"/a": {
+                    "x-sezzlee-revision": 2,
+                    "get": {"x-sezzlee-revision": 1, "responses": {}},
+                    "put": {"responses": {}}
+                }, "/b": {"get": {"responses": {}}}}
+            }),
+        );
+        let revision = |route: &str| draft(&built, route).revision.and_then(|r| r.to_value());
+        assert_eq!(
+            revision("GET /a"),
+            Some(json!({"catalog": 3, "container": 2, "operation": 1}))
+        );
+        assert_eq!(
+            revision("PUT /a"),
+            Some(json!({"catalog": 3, "container": 2}))
+        );
+        assert_eq!(revision("GET /b"), Some(json!({"catalog": 3})));
+        let none = build(
+            Dialect::OpenApi30,
+            json!({"paths": {"/a": {"get": {"responses": {}}}}}),
+        );
+        assert_eq!(draft(&none, "GET /a").revision, None);
+    }
+}

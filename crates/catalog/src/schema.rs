@@ -625,3 +625,725 @@ fn make_nullable(mut out: Map<String, Value>) -> Value {
         _ => json!({"anyOf": [Value::Object(out), {"type": "null"}]}),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! One test per conversion rule, on small inline schemas. Each asserts
+    //! the exact output today, per dialect where the dialects differ.
+
+    use super::*;
+
+    const FILE: &str = "api.json";
+
+    /// The catalogs folder: `api.json` holding `document`, plus any `others`.
+    fn folder(document: Value, others: &[(&str, Value)]) -> BTreeMap<Arc<str>, Arc<Value>> {
+        let mut files = BTreeMap::new();
+        files.insert(Arc::from(FILE), Arc::new(document));
+        for (name, value) in others {
+            files.insert(Arc::from(*name), Arc::new(value.clone()));
+        }
+        files
+    }
+
+    /// Converts `node`, written in `api.json` (which holds `document`), in
+    /// `direction`, and returns the finished schema with its `$defs`.
+    fn convert_in(
+        dialect: Dialect,
+        document: Value,
+        node: Value,
+        direction: Direction,
+    ) -> Result<Value, String> {
+        let files = folder(document, &[]);
+        let resolver = Resolver::new(&files);
+        let file: Arc<str> = Arc::from(FILE);
+        let mut converter = Converter::new(&resolver, file.clone(), dialect);
+        let mut reached = Reached::new();
+        let converted = converter.convert(&file, &node, direction, &mut reached)?;
+        let Value::Object(root) = converted else {
+            panic!("not an object: {converted}");
+        };
+        Ok(converter.finish(root, reached, direction)?.to_value())
+    }
+
+    /// A schema without references, converted as input.
+    fn convert(dialect: Dialect, node: Value) -> Value {
+        convert_in(dialect, json!({}), node, Direction::Input).unwrap()
+    }
+
+    // ------------------------------------------------------------ nullable
+
+    #[test]
+    fn nullable_in_openapi_30_adds_null_to_the_type() {
+        let schema = json!({"type": "string", "nullable": true});
+        assert_eq!(
+            convert(Dialect::OpenApi30, schema),
+            json!({"type": ["string", "null"]})
+        );
+    }
+
+    #[test]
+    fn nullable_in_openapi_31_is_dropped_and_type_arrays_pass_through() {
+        assert_eq!(
+            convert(
+                Dialect::OpenApi31,
+                json!({"type": "string", "nullable": true})
+            ),
+            json!({"type": "string"})
+        );
+        assert_eq!(
+            convert(Dialect::OpenApi31, json!({"type": ["string", "null"]})),
+            json!({"type": ["string", "null"]})
+        );
+    }
+
+    #[test]
+    fn x_nullable_in_swagger_20_adds_null_but_not_in_openapi_30() {
+        let schema = json!({"type": "integer", "x-nullable": true});
+        assert_eq!(
+            convert(Dialect::Swagger2, schema.clone()),
+            json!({"type": ["integer", "null"]})
+        );
+        assert_eq!(
+            convert(Dialect::OpenApi30, schema),
+            json!({"type": "integer"})
+        );
+        // Swagger 2.0 also honours the 3.0 spelling.
+        assert_eq!(
+            convert(
+                Dialect::Swagger2,
+                json!({"type": "integer", "nullable": true})
+            ),
+            json!({"type": ["integer", "null"]})
+        );
+    }
+
+    #[test]
+    fn nullable_admits_null_in_enum_and_type_arrays() {
+        assert_eq!(
+            convert(
+                Dialect::OpenApi30,
+                json!({"type": "string", "enum": ["a", "b"], "nullable": true})
+            ),
+            json!({"type": ["string", "null"], "enum": ["a", "b", null]})
+        );
+        assert_eq!(
+            convert(
+                Dialect::OpenApi30,
+                json!({"type": ["integer", "string"], "nullable": true})
+            ),
+            json!({"type": ["integer", "string", "null"]})
+        );
+        // Already nullable: nothing is added twice.
+        assert_eq!(
+            convert(
+                Dialect::OpenApi30,
+                json!({"type": "null", "enum": [null], "nullable": true})
+            ),
+            json!({"type": "null", "enum": [null]})
+        );
+    }
+
+    #[test]
+    fn nullable_without_a_type_becomes_any_of_with_null() {
+        let document = json!({"components": {"schemas": {"Pet": {"type": "object"}}}});
+        let schema = json!({"$ref": "#/components/schemas/Pet", "nullable": true});
+        let converted = convert_in(Dialect::OpenApi30, document, schema, Direction::Input);
+        assert_eq!(
+            converted.unwrap(),
+            json!({
+                "anyOf": [{"$ref": "#/$defs/Pet"}, {"type": "null"}],
+                "$defs": {"Pet": {"type": "object"}}
+            })
+        );
+        assert_eq!(
+            convert(
+                Dialect::OpenApi30,
+                json!({"minLength": 1, "nullable": true})
+            ),
+            json!({"anyOf": [{"minLength": 1}, {"type": "null"}]})
+        );
+    }
+
+    // ---------------------------------------------------------------- $ref
+
+    #[test]
+    fn refs_become_defs_entries_shared_once() {
+        let document = json!({"components": {"schemas": {
+            "Money": {"type": "object", "properties": {"amount": {"type": "number"}}}
+        }}});
+        let schema = json!({"type": "object", "properties": {
+            "price": {"$ref": "#/components/schemas/Money"},
+            "tax": {"$ref": "#/components/schemas/Money"},
+            "history": {"type": "array", "items": {"$ref": "#/components/schemas/Money"}}
+        }});
+        let converted = convert_in(Dialect::OpenApi30, document, schema, Direction::Input);
+        assert_eq!(
+            converted.unwrap(),
+            json!({
+                "type": "object",
+                "properties": {
+                    "price": {"$ref": "#/$defs/Money"},
+                    "tax": {"$ref": "#/$defs/Money"},
+                    "history": {"type": "array", "items": {"$ref": "#/$defs/Money"}}
+                },
+                "$defs": {"Money": {"type": "object", "properties": {"amount": {"type": "number"}}}}
+            })
+        );
+    }
+
+    #[test]
+    fn defs_are_closed_over_transitive_references_and_sorted_by_name() {
+        let document = json!({"components": {"schemas": {
+            "Order": {"type": "object", "properties": {"line": {"$ref": "#/components/schemas/Line"}}},
+            "Line": {"type": "object", "properties": {"sku": {"$ref": "#/components/schemas/Sku"}}},
+            "Sku": {"type": "string"},
+            "Unused": {"type": "boolean"}
+        }}});
+        let schema = json!({"type": "object", "properties": {"order": {"$ref": "#/components/schemas/Order"}}});
+        let converted = convert_in(Dialect::OpenApi31, document, schema, Direction::Input).unwrap();
+        let names: Vec<&String> = converted["$defs"].as_object().unwrap().keys().collect();
+        assert_eq!(names, ["Line", "Order", "Sku"]);
+        assert_eq!(
+            converted["$defs"]["Line"],
+            json!({"type": "object", "properties": {"sku": {"$ref": "#/$defs/Sku"}}})
+        );
+    }
+
+    #[test]
+    fn recursive_schemas_stay_finite() {
+        let document = json!({"components": {"schemas": {
+            "Node": {"type": "object", "properties": {
+                "children": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}
+            }}
+        }}});
+        let schema = json!({"$ref": "#/components/schemas/Node"});
+        let converted = convert_in(Dialect::OpenApi30, document, schema, Direction::Input);
+        assert_eq!(
+            converted.unwrap(),
+            json!({
+                "$ref": "#/$defs/Node",
+                "$defs": {"Node": {"type": "object", "properties": {
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}
+                }}}
+            })
+        );
+    }
+
+    #[test]
+    fn keywords_beside_a_ref_are_kept() {
+        let document = json!({"components": {"schemas": {"Id": {"type": "string"}}}});
+        let schema =
+            json!({"$ref": "#/components/schemas/Id", "description": "the id", "x-note": 1});
+        for dialect in [Dialect::OpenApi30, Dialect::OpenApi31] {
+            let converted = convert_in(dialect, document.clone(), schema.clone(), Direction::Input);
+            assert_eq!(
+                converted.unwrap(),
+                json!({"$ref": "#/$defs/Id", "description": "the id", "$defs": {"Id": {"type": "string"}}}),
+                "{dialect:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn swagger_20_definitions_keep_their_names() {
+        let document = json!({"definitions": {"Pet": {"type": "object"}}});
+        let schema = json!({"$ref": "#/definitions/Pet"});
+        let converted = convert_in(Dialect::Swagger2, document, schema, Direction::Input);
+        assert_eq!(
+            converted.unwrap(),
+            json!({"$ref": "#/$defs/Pet", "$defs": {"Pet": {"type": "object"}}})
+        );
+    }
+
+    #[test]
+    fn other_targets_get_a_hashed_name() {
+        let document = json!({
+            "components": {"schemas": {"a b": {"type": "string"}}},
+            "paths": {"/x": {"get": {"parameters": [{"schema": {"type": "integer"}}]}}}
+        });
+        let files = folder(
+            document,
+            &[("common.json", json!({"Id": {"type": "string"}}))],
+        );
+        let resolver = Resolver::new(&files);
+        let converter = Converter::new(&resolver, Arc::from(FILE), Dialect::OpenApi31);
+        let target = |file: &str, pointer: &str| RefTarget {
+            file: Arc::from(file),
+            pointer: pointer.to_string(),
+        };
+        // A component of the document: its own name.
+        assert_eq!(
+            converter.def_name(&target(FILE, "/components/schemas/Pet")),
+            "Pet"
+        );
+        // A component name that is not [A-Za-z0-9._-]: made safe, and hashed.
+        assert_eq!(
+            converter.def_name(&target(FILE, "/components/schemas/a b")),
+            "a_b_efaf0d"
+        );
+        // Anywhere else in the document: last segment plus a hash.
+        assert_eq!(
+            converter.def_name(&target(FILE, "/paths/~1x/get/parameters/0/schema")),
+            "schema_f40f6b"
+        );
+        // Another file, even at a component-like pointer: hashed.
+        assert_eq!(
+            converter.def_name(&target("common.json", "/Id")),
+            "Id_8eb0e6"
+        );
+        assert_eq!(
+            converter.def_name(&target("common.json", "/definitions/Id")),
+            "Id_5e5104"
+        );
+        // The whole file.
+        assert_eq!(
+            converter.def_name(&target("common.json", "")),
+            "root_be75f1"
+        );
+    }
+
+    #[test]
+    fn unresolvable_refs_fail_the_conversion() {
+        let schema = json!({"$ref": "#/components/schemas/Missing"});
+        assert_eq!(
+            convert_in(Dialect::OpenApi30, json!({}), schema, Direction::Input),
+            Err("'#/components/schemas/Missing' points to nothing".to_string())
+        );
+        let schema = json!({"$ref": "https://example.com/pet.json"});
+        assert_eq!(
+            convert_in(Dialect::OpenApi31, json!({}), schema, Direction::Input),
+            Err(
+                "'https://example.com/pet.json' is a network reference; it is never fetched"
+                    .to_string()
+            )
+        );
+    }
+
+    // ------------------------------------------------- dropped vocabulary
+
+    #[test]
+    fn openapi_only_and_identity_keywords_are_dropped() {
+        let schema = json!({
+            "type": "object",
+            "x-internal": true,
+            "xml": {"name": "pet"},
+            "externalDocs": {"url": "https://example.com"},
+            "$id": "https://example.com/pet",
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$anchor": "pet",
+            "$defs": {"Local": {"type": "string"}},
+            "unknownKeyword": 1
+        });
+        for dialect in [Dialect::Swagger2, Dialect::OpenApi30, Dialect::OpenApi31] {
+            assert_eq!(
+                convert(dialect, schema.clone()),
+                json!({"type": "object"}),
+                "{dialect:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn discriminator_is_dropped_and_one_of_kept() {
+        let document = json!({"components": {"schemas": {
+            "Cat": {"type": "object"},
+            "Dog": {"type": "object"}
+        }}});
+        let schema = json!({
+            "oneOf": [{"$ref": "#/components/schemas/Cat"}, {"$ref": "#/components/schemas/Dog"}],
+            "discriminator": {"propertyName": "kind", "mapping": {"cat": "#/components/schemas/Cat"}}
+        });
+        let converted = convert_in(Dialect::OpenApi30, document, schema, Direction::Input);
+        assert_eq!(
+            converted.unwrap(),
+            json!({
+                "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+                "$defs": {"Cat": {"type": "object"}, "Dog": {"type": "object"}}
+            })
+        );
+    }
+
+    #[test]
+    fn annotation_keywords_are_kept_only_with_the_right_json_type() {
+        let schema = json!({
+            "title": "T", "description": 5, "pattern": "^a", "contentMediaType": "image/png",
+            "deprecated": true, "readOnly": "yes", "uniqueItems": false,
+            "default": null, "const": [1]
+        });
+        assert_eq!(
+            convert(Dialect::OpenApi31, schema),
+            json!({
+                "title": "T", "pattern": "^a", "contentMediaType": "image/png",
+                "deprecated": true, "uniqueItems": false, "default": null, "const": [1]
+            })
+        );
+    }
+
+    // ------------------------------------------------ readOnly / writeOnly
+
+    #[test]
+    fn input_drops_read_only_members_and_their_required_entries() {
+        let document =
+            json!({"components": {"schemas": {"Stamp": {"type": "string", "readOnly": true}}}});
+        let schema = json!({
+            "type": "object",
+            "required": ["id", "name", "created"],
+            "properties": {
+                "id": {"type": "integer", "readOnly": true},
+                "name": {"type": "string"},
+                "created": {"$ref": "#/components/schemas/Stamp"},
+                "secret": {"type": "string", "writeOnly": true}
+            }
+        });
+        let converted = convert_in(Dialect::OpenApi30, document, schema, Direction::Input);
+        assert_eq!(
+            converted.unwrap(),
+            json!({
+                "type": "object",
+                "required": ["name"],
+                "properties": {"name": {"type": "string"}, "secret": {"type": "string", "writeOnly": true}}
+            })
+        );
+    }
+
+    #[test]
+    fn output_drops_write_only_members_and_an_emptied_required() {
+        let schema = json!({
+            "type": "object",
+            "required": ["secret"],
+            "properties": {
+                "id": {"type": "integer", "readOnly": true},
+                "secret": {"type": "string", "writeOnly": true}
+            }
+        });
+        let converted = convert_in(Dialect::OpenApi31, json!({}), schema, Direction::Output);
+        assert_eq!(
+            converted.unwrap(),
+            json!({"type": "object", "properties": {"id": {"type": "integer", "readOnly": true}}})
+        );
+    }
+
+    #[test]
+    fn a_definition_is_converted_once_per_direction() {
+        let document = json!({"components": {"schemas": {"Pet": {"type": "object", "properties": {
+            "id": {"type": "integer", "readOnly": true},
+            "password": {"type": "string", "writeOnly": true}
+        }}}}});
+        let files = folder(document, &[]);
+        let resolver = Resolver::new(&files);
+        let file: Arc<str> = Arc::from(FILE);
+        let mut converter = Converter::new(&resolver, file.clone(), Dialect::OpenApi30);
+        let node = json!({"$ref": "#/components/schemas/Pet"});
+        let mut schemas = Vec::new();
+        for direction in [Direction::Input, Direction::Output, Direction::Input] {
+            let mut reached = Reached::new();
+            let root = converter
+                .convert(&file, &node, direction, &mut reached)
+                .unwrap();
+            let root = root.as_object().unwrap().clone();
+            schemas.push(converter.finish(root, reached, direction).unwrap());
+        }
+        assert_eq!(
+            schemas[0].to_value()["$defs"]["Pet"],
+            json!({"type": "object", "properties": {"password": {"type": "string", "writeOnly": true}}})
+        );
+        assert_eq!(
+            schemas[1].to_value()["$defs"]["Pet"],
+            json!({"type": "object", "properties": {"id": {"type": "integer", "readOnly": true}}})
+        );
+        // The same direction again is served from the cache: the same Arc.
+        assert!(Arc::ptr_eq(&schemas[0].defs[0], &schemas[2].defs[0]));
+    }
+
+    // ------------------------------------------------------ numeric bounds
+
+    #[test]
+    fn boolean_exclusive_bounds_fold_into_numbers_in_openapi_30_and_swagger_20() {
+        let schema = json!({
+            "type": "number",
+            "minimum": 0, "exclusiveMinimum": true,
+            "maximum": 10, "exclusiveMaximum": false
+        });
+        for dialect in [Dialect::Swagger2, Dialect::OpenApi30] {
+            assert_eq!(
+                convert(dialect, schema.clone()),
+                json!({"type": "number", "exclusiveMinimum": 0, "maximum": 10}),
+                "{dialect:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn numeric_exclusive_bounds_pass_through_and_booleans_are_dropped_in_openapi_31() {
+        assert_eq!(
+            convert(
+                Dialect::OpenApi31,
+                json!({"type": "number", "exclusiveMinimum": 0, "maximum": 10})
+            ),
+            json!({"type": "number", "exclusiveMinimum": 0, "maximum": 10})
+        );
+        // The 3.0 boolean form in a 3.1 document: not folded, just dropped.
+        assert_eq!(
+            convert(
+                Dialect::OpenApi31,
+                json!({"type": "number", "minimum": 0, "exclusiveMinimum": true})
+            ),
+            json!({"type": "number", "minimum": 0})
+        );
+    }
+
+    #[test]
+    fn counts_must_be_non_negative_integers_and_multiple_of_positive() {
+        let schema = json!({
+            "minLength": 2.0, "maxLength": -1, "minItems": 1.5, "maxItems": "3",
+            "minProperties": 0, "maxContains": 4,
+            "multipleOf": 0
+        });
+        assert_eq!(
+            convert(Dialect::OpenApi31, schema),
+            json!({"minLength": 2, "minProperties": 0, "maxContains": 4})
+        );
+        assert_eq!(
+            convert(Dialect::OpenApi31, json!({"multipleOf": 0.5})),
+            json!({"multipleOf": 0.5})
+        );
+    }
+
+    // ----------------------------------------------------------- examples
+
+    #[test]
+    fn example_becomes_examples_unless_examples_is_an_array() {
+        for dialect in [Dialect::Swagger2, Dialect::OpenApi30, Dialect::OpenApi31] {
+            assert_eq!(
+                convert(dialect, json!({"type": "string", "example": "a"})),
+                json!({"type": "string", "examples": ["a"]}),
+                "{dialect:?}"
+            );
+        }
+        assert_eq!(
+            convert(
+                Dialect::OpenApi31,
+                json!({"example": "a", "examples": ["b", "c"]})
+            ),
+            json!({"examples": ["b", "c"]})
+        );
+        // An `examples` that is not an array (3.0 media-type style) is dropped.
+        assert_eq!(
+            convert(
+                Dialect::OpenApi30,
+                json!({"example": "a", "examples": {"one": {"value": "b"}}})
+            ),
+            json!({"examples": ["a"]})
+        );
+    }
+
+    // ---------------------------------------------------- types and formats
+
+    #[test]
+    fn binary_and_byte_formats_become_base64_content() {
+        for dialect in [Dialect::Swagger2, Dialect::OpenApi30, Dialect::OpenApi31] {
+            assert_eq!(
+                convert(dialect, json!({"type": "string", "format": "binary"})),
+                json!({"type": "string", "contentEncoding": "base64"}),
+                "{dialect:?}"
+            );
+            assert_eq!(
+                convert(dialect, json!({"type": "string", "format": "byte"})),
+                json!({"type": "string", "contentEncoding": "base64", "format": "byte"}),
+                "{dialect:?}"
+            );
+            assert_eq!(
+                convert(dialect, json!({"type": "string", "format": "date-time"})),
+                json!({"type": "string", "format": "date-time"}),
+                "{dialect:?}"
+            );
+        }
+        assert_eq!(convert(Dialect::OpenApi31, json!({"format": 7})), json!({}));
+    }
+
+    #[test]
+    fn swagger_20_file_type_becomes_a_base64_string() {
+        assert_eq!(
+            convert(Dialect::Swagger2, json!({"type": "file"})),
+            json!({"type": "string", "contentEncoding": "base64"})
+        );
+    }
+
+    #[test]
+    fn unknown_type_names_are_dropped_and_type_arrays_deduplicated() {
+        assert_eq!(
+            convert(Dialect::OpenApi30, json!({"type": "any"})),
+            json!({})
+        );
+        assert_eq!(
+            convert(
+                Dialect::OpenApi31,
+                json!({"type": ["string", "date", "string", 3, "null"]})
+            ),
+            json!({"type": ["string", "null"]})
+        );
+        assert_eq!(
+            convert(Dialect::OpenApi31, json!({"type": ["date"]})),
+            json!({})
+        );
+    }
+
+    // --------------------------------------------------------- structure
+
+    #[test]
+    fn tuple_items_become_prefix_items() {
+        assert_eq!(
+            convert(
+                Dialect::OpenApi30,
+                json!({"type": "array", "items": [{"type": "string"}, {"type": "integer"}]})
+            ),
+            json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]})
+        );
+        assert_eq!(
+            convert(Dialect::OpenApi31, json!({"type": "array", "items": false})),
+            json!({"type": "array", "items": false})
+        );
+        assert_eq!(
+            convert(
+                Dialect::OpenApi31,
+                json!({"type": "array", "items": "string"})
+            ),
+            json!({"type": "array"})
+        );
+    }
+
+    #[test]
+    fn subschema_keywords_are_converted_and_empty_combinators_dropped() {
+        let schema = json!({
+            "additionalProperties": {"type": "string", "nullable": true},
+            "patternProperties": {"^x": {"example": 1}},
+            "not": {"type": "file"},
+            "if": true,
+            "allOf": [],
+            "anyOf": [{"nullable": true, "type": "integer"}],
+            "propertyNames": "nope"
+        });
+        assert_eq!(
+            convert(Dialect::OpenApi30, schema),
+            json!({
+                "additionalProperties": {"type": ["string", "null"]},
+                "patternProperties": {"^x": {"examples": [1]}},
+                "not": {"type": "string", "contentEncoding": "base64"},
+                "if": true,
+                "anyOf": [{"type": ["integer", "null"]}]
+            })
+        );
+    }
+
+    #[test]
+    fn required_enum_and_dependent_required_are_cleaned() {
+        let schema = json!({
+            "required": ["a", "b", "a", 3],
+            "enum": [],
+            "dependentRequired": {"a": ["b"], "c": "d", "e": ["f", 1]}
+        });
+        assert_eq!(
+            convert(Dialect::OpenApi31, schema),
+            json!({"required": ["a", "b"], "dependentRequired": {"a": ["b"]}})
+        );
+        assert_eq!(
+            convert(Dialect::OpenApi31, json!({"required": []})),
+            json!({})
+        );
+    }
+
+    #[test]
+    fn booleans_pass_through_and_non_schemas_accept_anything() {
+        let files = folder(json!({}), &[]);
+        let resolver = Resolver::new(&files);
+        let file: Arc<str> = Arc::from(FILE);
+        let mut converter = Converter::new(&resolver, file.clone(), Dialect::OpenApi31);
+        let mut reached = Reached::new();
+        let mut convert = |node: Value| {
+            converter
+                .convert(&file, &node, Direction::Input, &mut reached)
+                .unwrap()
+        };
+        assert_eq!(convert(json!(false)), json!(false));
+        assert_eq!(convert(json!(true)), json!(true));
+        assert_eq!(convert(json!("string")), json!({}));
+        assert_eq!(convert(json!(null)), json!({}));
+        assert_eq!(
+            convert(json!({"properties": {"a": 3}})),
+            json!({"properties": {"a": {}}})
+        );
+    }
+
+    #[test]
+    fn nesting_deeper_than_the_limit_is_refused() {
+        let nested = |depth: usize| {
+            let mut node = json!({"type": "string"});
+            for _ in 0..depth {
+                node = json!({"items": node});
+            }
+            node
+        };
+        // An unoptimised build needs more than a test thread's 2 MiB stack
+        // to recurse MAX_DEPTH levels (about 200 fit): give it room.
+        let results = std::thread::Builder::new()
+            .stack_size(64 * 1024 * 1024)
+            .spawn(move || {
+                [MAX_DEPTH, MAX_DEPTH + 1].map(|depth| {
+                    convert_in(
+                        Dialect::OpenApi31,
+                        json!({}),
+                        nested(depth),
+                        Direction::Input,
+                    )
+                    .map(|_| ())
+                })
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(
+            results,
+            [
+                Ok(()),
+                Err("a schema nested too deeply to convert".to_string())
+            ]
+        );
+    }
+
+    // ------------------------------------------------------------- Schema
+
+    #[test]
+    fn canonical_writing_matches_the_value_and_accessors_read_the_root() {
+        let document = json!({"components": {"schemas": {"B": {"type": "string"}, "A": {"$ref": "#/components/schemas/B"}}}});
+        let schema = json!({"type": "object", "required": ["z"], "properties": {
+            "z": {"$ref": "#/components/schemas/A"}, "a": {"type": "integer"}
+        }});
+        let files = folder(document, &[]);
+        let resolver = Resolver::new(&files);
+        let file: Arc<str> = Arc::from(FILE);
+        let mut converter = Converter::new(&resolver, file.clone(), Dialect::OpenApi30);
+        let mut reached = Reached::new();
+        let root = converter
+            .convert(&file, &schema, Direction::Input, &mut reached)
+            .unwrap();
+        let finished = converter
+            .finish(root.as_object().unwrap().clone(), reached, Direction::Input)
+            .unwrap();
+        let mut streamed = String::new();
+        finished.write_canonical(&mut streamed);
+        let mut rendered = String::new();
+        write_canonical_to(&finished.to_value(), &mut rendered);
+        assert_eq!(streamed, rendered);
+        assert_eq!(
+            streamed,
+            r##"{"$defs":{"A":{"$ref":"#/$defs/B"},"B":{"type":"string"}},"properties":{"a":{"type":"integer"},"z":{"$ref":"#/$defs/A"}},"required":["z"],"type":"object"}"##
+        );
+        assert_eq!(finished.required(), ["z"]);
+        let members: Vec<&String> = finished.properties().unwrap().keys().collect();
+        assert_eq!(members, ["z", "a"]);
+        assert_eq!(finished.def("B").unwrap().value, json!({"type": "string"}));
+        assert!(finished.def("C").is_none());
+        // No defs: no `$defs` key at all.
+        assert_eq!(Schema::default().to_value(), json!({}));
+    }
+}

@@ -1,128 +1,15 @@
-//! `sezzlee client URL …`: the client library as a command.
-//!
-//! Human-readable output by default, `--json` for scripts. Exit codes keep
-//! the protocol's two error tracks apart: 0 success, 1 the tool ran and
-//! failed (`isError`), 2 a protocol error (JSON-RPC error, HTTP or
-//! transport failure, bad input). Server text is untrusted: control and
-//! bidirectional-override characters are removed before it is printed.
+//! Everything `sezzlee client` prints: human-readable text by default,
+//! one JSON value per line with `--json`, warnings and notes on stderr.
+//! Server text is untrusted, so every string that came from the server
+//! goes through [`clean`] before it reaches a terminal.
 
-use clap::{Args, Subcommand, ValueEnum};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sezzlee_client::gateway::{InvokeOutcome, LoadOutcome, error_code};
-use sezzlee_client::listen::{ListenEvent, ListenOptions};
-use sezzlee_client::{Client, ClientConfig, ClientError, EraChoice, GatewayClient, ToolResult};
+use sezzlee_client::listen::ListenEvent;
+use sezzlee_client::{ClientError, ServerDescription, ToolList, ToolResult};
 use std::process::ExitCode;
-use std::time::Duration;
 
-#[derive(Args, Debug)]
-#[command(
-    about = "Talk to any MCP server over Streamable HTTP (both protocol eras)",
-    after_help = "Exit codes: 0 success, 1 the tool reported a failure (isError), 2 protocol error."
-)]
-pub struct ClientArgs {
-    /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp
-    pub url: String,
-    /// Print JSON instead of text.
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// A header sent on every request, e.g. 'Authorization: Bearer …' (repeatable).
-    #[arg(
-        long = "header",
-        short = 'H',
-        value_name = "NAME: VALUE",
-        global = true
-    )]
-    pub headers: Vec<String>,
-    /// Time allowed for each request, in milliseconds.
-    #[arg(long, default_value_t = 60_000, global = true)]
-    pub timeout_ms: u64,
-    /// Protocol era: auto (modern first, legacy fallback), modern or legacy.
-    #[arg(long, value_enum, default_value_t = EraArg::Auto, global = true)]
-    pub era: EraArg,
-    #[command(subcommand)]
-    pub command: ClientCommand,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum EraArg {
-    Auto,
-    Modern,
-    Legacy,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum ClientCommand {
-    /// What the server says about itself (era, version, capabilities).
-    Discover,
-    /// List every tool (all pages).
-    Tools,
-    /// Call a tool: `call NAME '{"arg": 1}'`.
-    Call {
-        name: String,
-        /// The arguments, a JSON object [default: {}].
-        arguments: Option<String>,
-    },
-    /// sezzlee gateway: search_tools.
-    Search {
-        #[arg(default_value = "")]
-        query: String,
-        /// Tags every result must carry, comma separated.
-        #[arg(long, value_delimiter = ',')]
-        tags: Vec<String>,
-        #[arg(long)]
-        limit: Option<u64>,
-        /// Full definitions instead of cards.
-        #[arg(long)]
-        schema: bool,
-    },
-    /// sezzlee gateway: load_tool.
-    Load { name: String },
-    /// sezzlee gateway: invoke_tool, pinned to the loaded version.
-    Invoke {
-        name: String,
-        /// The operation's arguments, a JSON object [default: {}].
-        arguments: Option<String>,
-        /// Pin the call to this version instead of the one just loaded.
-        #[arg(long)]
-        pin: Option<String>,
-        /// On tool_changed, report the refusal instead of reloading and retrying once.
-        #[arg(long)]
-        no_retry: bool,
-    },
-    /// Open subscriptions/listen and print change notifications.
-    Listen {
-        /// Stop after this many change notifications.
-        #[arg(long)]
-        count: Option<u64>,
-        /// Reconnections in a row before giving up.
-        #[arg(long, default_value_t = 5)]
-        max_reconnects: u32,
-    },
-}
-
-/// Runs `sezzlee client`.
-pub fn run(args: ClientArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("sezzlee client: cannot start the runtime: {err}");
-            return ExitCode::from(2);
-        }
-    };
-    let json = args.json;
-    match runtime.block_on(execute(args)) {
-        Ok(code) => code,
-        Err(err) => {
-            report(&err, json);
-            ExitCode::from(2)
-        }
-    }
-}
-
-fn report(err: &ClientError, json: bool) {
+pub(super) fn report(err: &ClientError, json: bool) {
     if json {
         println!("{}", json!({"error": err.to_json()}));
     } else {
@@ -130,93 +17,7 @@ fn report(err: &ClientError, json: bool) {
     }
 }
 
-fn config(args: &ClientArgs) -> Result<ClientConfig, ClientError> {
-    let mut config = ClientConfig::new(args.url.clone())
-        .timeout(Duration::from_millis(args.timeout_ms.max(1)))
-        .era(match args.era {
-            EraArg::Auto => EraChoice::Auto,
-            EraArg::Modern => EraChoice::Modern,
-            EraArg::Legacy => EraChoice::Legacy,
-        });
-    for header in &args.headers {
-        let (name, value) = header.split_once(':').ok_or_else(|| {
-            ClientError::Usage(format!("--header '{header}' is not 'Name: value'"))
-        })?;
-        config = config.header(name.trim(), value.trim());
-    }
-    Ok(config)
-}
-
-async fn execute(args: ClientArgs) -> Result<ExitCode, ClientError> {
-    let client = Client::new(config(&args)?)?;
-    let json = args.json;
-    let outcome = match args.command {
-        ClientCommand::Listen {
-            count,
-            max_reconnects,
-        } => listen(&client, json, count, max_reconnects).await,
-        ClientCommand::Discover => discover(&client, json).await,
-        ClientCommand::Tools => tools(&client, json).await,
-        ClientCommand::Call { name, arguments } => {
-            let arguments = parse_arguments(arguments.as_deref())?;
-            let result = client.call_tool(&name, arguments).await;
-            result.map(|result| print_call(&result, json))
-        }
-        ClientCommand::Search {
-            query,
-            tags,
-            limit,
-            schema,
-        } => {
-            let gateway = GatewayClient::new(client);
-            let result = gateway.search(&query, &tags, limit, schema).await;
-            let _ = gateway.client().close().await;
-            return result.map(|result| print_search(&result, json, schema));
-        }
-        ClientCommand::Load { name } => {
-            let gateway = GatewayClient::new(client);
-            let outcome = gateway.load(&name).await;
-            let _ = gateway.client().close().await;
-            return outcome.map(|outcome| print_load(&outcome, json));
-        }
-        ClientCommand::Invoke {
-            name,
-            arguments,
-            pin,
-            no_retry,
-        } => {
-            let arguments = parse_arguments(arguments.as_deref())?;
-            let gateway = GatewayClient::new(client).retry_on_change(!no_retry);
-            let outcome = gateway.invoke(&name, arguments, pin.as_deref()).await;
-            let _ = gateway.client().close().await;
-            return outcome.map(|outcome| print_invoke(&outcome, json));
-        }
-    };
-    // End a legacy session whatever happened; its failure is not the command's.
-    if let Err(err) = client.close().await {
-        tracing::debug!("ending the session failed: {err}");
-    }
-    outcome
-}
-
-fn parse_arguments(text: Option<&str>) -> Result<Value, ClientError> {
-    let Some(text) = text else {
-        return Ok(Value::Object(Map::new()));
-    };
-    match serde_json::from_str::<Value>(text) {
-        Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(other) => Err(ClientError::Usage(format!(
-            "the arguments must be a JSON object, not {}",
-            sezzlee_json::kind_of(&other)
-        ))),
-        Err(err) => Err(ClientError::Usage(format!(
-            "the arguments are not JSON: {err}"
-        ))),
-    }
-}
-
-async fn discover(client: &Client, json: bool) -> Result<ExitCode, ClientError> {
-    let server = client.discover().await?;
+pub(super) fn print_discover(server: &ServerDescription, json: bool) {
     if json {
         print_json(&json!({
             "era": server.era.to_string(),
@@ -227,7 +28,7 @@ async fn discover(client: &Client, json: bool) -> Result<ExitCode, ClientError> 
             "instructions": server.instructions,
             "supportedVersions": server.supported_versions,
         }));
-        return Ok(ExitCode::SUCCESS);
+        return;
     }
     let name = server
         .server_info
@@ -257,11 +58,9 @@ async fn discover(client: &Client, json: bool) -> Result<ExitCode, ClientError> 
             println!("  | {line}");
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
-async fn tools(client: &Client, json: bool) -> Result<ExitCode, ClientError> {
-    let list = client.list_tools().await?;
+pub(super) fn print_tools(list: &ToolList, json: bool) {
     if json {
         let rejected: Vec<Value> = list
             .rejected
@@ -270,7 +69,7 @@ async fn tools(client: &Client, json: bool) -> Result<ExitCode, ClientError> {
             .collect();
         let tools: Vec<&Value> = list.tools.iter().map(|tool| &tool.definition).collect();
         print_json(&json!({"tools": tools, "pages": list.pages, "rejected": rejected}));
-        return Ok(ExitCode::SUCCESS);
+        return;
     }
     for tool in &list.tools {
         let description = tool
@@ -295,10 +94,9 @@ async fn tools(client: &Client, json: bool) -> Result<ExitCode, ClientError> {
         list.pages,
         if list.pages == 1 { "" } else { "s" }
     );
-    Ok(ExitCode::SUCCESS)
 }
 
-fn print_call(result: &ToolResult, json: bool) -> ExitCode {
+pub(super) fn print_call(result: &ToolResult, json: bool) -> ExitCode {
     warn_all(&result.warnings);
     if json {
         print_json(&result.raw);
@@ -376,7 +174,7 @@ fn print_failure(result: &ToolResult) {
     }
 }
 
-fn print_search(result: &ToolResult, json: bool, schema: bool) -> ExitCode {
+pub(super) fn print_search(result: &ToolResult, json: bool, schema: bool) -> ExitCode {
     warn_all(&result.warnings);
     let payload = payload(result);
     if json {
@@ -424,7 +222,7 @@ fn print_search(result: &ToolResult, json: bool, schema: bool) -> ExitCode {
     exit_for(result)
 }
 
-fn print_load(outcome: &LoadOutcome, json: bool) -> ExitCode {
+pub(super) fn print_load(outcome: &LoadOutcome, json: bool) -> ExitCode {
     match outcome {
         LoadOutcome::Failed(result) => {
             if json {
@@ -446,7 +244,7 @@ fn print_load(outcome: &LoadOutcome, json: bool) -> ExitCode {
     }
 }
 
-fn print_invoke(outcome: &InvokeOutcome, json: bool) -> ExitCode {
+pub(super) fn print_invoke(outcome: &InvokeOutcome, json: bool) -> ExitCode {
     let result = &outcome.result;
     warn_all(&result.warnings);
     if let Some(refused) = &outcome.retried_from {
@@ -485,42 +283,7 @@ fn print_invoke(outcome: &InvokeOutcome, json: bool) -> ExitCode {
     exit_for(result)
 }
 
-async fn listen(
-    client: &Client,
-    json: bool,
-    count: Option<u64>,
-    max_reconnects: u32,
-) -> Result<ExitCode, ClientError> {
-    let options = ListenOptions {
-        max_reconnects,
-        ..ListenOptions::default()
-    };
-    let mut listener = client.listen(options).await?;
-    let mut seen = 0u64;
-    loop {
-        let next = tokio::select! {
-            next = listener.next() => next,
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
-        };
-        let Some(event) = next else {
-            return Ok(ExitCode::SUCCESS);
-        };
-        let event = event?;
-        print_event(&event, json);
-        match event {
-            ListenEvent::Closed => return Ok(ExitCode::SUCCESS),
-            ListenEvent::Notification { .. } => {
-                seen += 1;
-                if count.is_some_and(|count| seen >= count) {
-                    return Ok(ExitCode::SUCCESS);
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-fn print_event(event: &ListenEvent, json: bool) {
+pub(super) fn print_event(event: &ListenEvent, json: bool) {
     if json {
         let line = match event {
             ListenEvent::Acknowledged {
@@ -625,13 +388,5 @@ mod tests {
             "ok[31mred\nx\ty"
         );
         assert_eq!(clean("\u{9b}31m"), "31m");
-    }
-
-    #[test]
-    fn arguments_must_be_an_object() {
-        assert_eq!(parse_arguments(None).unwrap(), json!({}));
-        assert_eq!(parse_arguments(Some("{\"a\":1}")).unwrap(), json!({"a": 1}));
-        assert!(parse_arguments(Some("[1]")).is_err());
-        assert!(parse_arguments(Some("{")).is_err());
     }
 }

@@ -1,0 +1,112 @@
+//! Running each `sezzlee client` subcommand against `sezzlee_client`:
+//! one client per invocation, the gateway's three tools through
+//! `GatewayClient`, the session ended whatever happened. What reaches the
+//! terminal is `rendering`'s business; this file only decides what to ask
+//! and which exit code the answer means.
+
+use super::arguments::{ClientArgs, ClientCommand, config, parse_arguments};
+use super::rendering::{
+    print_call, print_discover, print_event, print_invoke, print_load, print_search, print_tools,
+};
+use sezzlee_client::listen::{ListenEvent, ListenOptions};
+use sezzlee_client::{Client, ClientError, GatewayClient};
+use std::process::ExitCode;
+
+pub(super) async fn execute(args: ClientArgs) -> Result<ExitCode, ClientError> {
+    let client = Client::new(config(&args)?)?;
+    let json = args.json;
+    let outcome = match args.command {
+        ClientCommand::Listen {
+            count,
+            max_reconnects,
+        } => listen(&client, json, count, max_reconnects).await,
+        ClientCommand::Discover => discover(&client, json).await,
+        ClientCommand::Tools => tools(&client, json).await,
+        ClientCommand::Call { name, arguments } => {
+            let arguments = parse_arguments(arguments.as_deref())?;
+            let result = client.call_tool(&name, arguments).await;
+            result.map(|result| print_call(&result, json))
+        }
+        ClientCommand::Search {
+            query,
+            tags,
+            limit,
+            schema,
+        } => {
+            let gateway = GatewayClient::new(client);
+            let result = gateway.search(&query, &tags, limit, schema).await;
+            let _ = gateway.client().close().await;
+            return result.map(|result| print_search(&result, json, schema));
+        }
+        ClientCommand::Load { name } => {
+            let gateway = GatewayClient::new(client);
+            let outcome = gateway.load(&name).await;
+            let _ = gateway.client().close().await;
+            return outcome.map(|outcome| print_load(&outcome, json));
+        }
+        ClientCommand::Invoke {
+            name,
+            arguments,
+            pin,
+            no_retry,
+        } => {
+            let arguments = parse_arguments(arguments.as_deref())?;
+            let gateway = GatewayClient::new(client).retry_on_change(!no_retry);
+            let outcome = gateway.invoke(&name, arguments, pin.as_deref()).await;
+            let _ = gateway.client().close().await;
+            return outcome.map(|outcome| print_invoke(&outcome, json));
+        }
+    };
+    // End a legacy session whatever happened; its failure is not the command's.
+    if let Err(err) = client.close().await {
+        tracing::debug!("ending the session failed: {err}");
+    }
+    outcome
+}
+
+async fn discover(client: &Client, json: bool) -> Result<ExitCode, ClientError> {
+    let server = client.discover().await?;
+    print_discover(&server, json);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn tools(client: &Client, json: bool) -> Result<ExitCode, ClientError> {
+    let list = client.list_tools().await?;
+    print_tools(&list, json);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn listen(
+    client: &Client,
+    json: bool,
+    count: Option<u64>,
+    max_reconnects: u32,
+) -> Result<ExitCode, ClientError> {
+    let options = ListenOptions {
+        max_reconnects,
+        ..ListenOptions::default()
+    };
+    let mut listener = client.listen(options).await?;
+    let mut seen = 0u64;
+    loop {
+        let next = tokio::select! {
+            next = listener.next() => next,
+            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+        };
+        let Some(event) = next else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        let event = event?;
+        print_event(&event, json);
+        match event {
+            ListenEvent::Closed => return Ok(ExitCode::SUCCESS),
+            ListenEvent::Notification { .. } => {
+                seen += 1;
+                if count.is_some_and(|count| seen >= count) {
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+            _ => {}
+        }
+    }
+}
