@@ -6,9 +6,9 @@
 //! versions be computed, since the name is part of what an agent reads.
 
 use super::diagnostics::{Diagnostic, codes};
+use super::draft::{DocumentBuild, Draft, summary};
 use super::fingerprint::{CanonicalSink, VersionHasher, write_canonical_to, write_string};
 use super::naming;
-use super::openapi::{DocumentBuild, Draft, summary};
 use super::{Catalog, Tool};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};

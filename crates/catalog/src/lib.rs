@@ -6,7 +6,9 @@
 //! run off the request path and be swapped in whole.
 
 mod assemble;
+mod build;
 pub mod diagnostics;
+mod draft;
 pub mod fingerprint;
 pub mod header_text;
 mod input;
@@ -176,7 +178,7 @@ pub struct Catalog {
 impl Catalog {
     /// Builds the catalog from the folder's files.
     pub fn build(sources: &Sources) -> Catalog {
-        openapi::build_catalog(sources)
+        build::build_catalog(sources)
     }
 
     /// Reads and builds a folder once.

@@ -7,14 +7,15 @@
 //! the rest of the document still loads.
 
 use super::diagnostics::{Diagnostic, codes, pointer};
+use super::draft::{DocumentBuild, Draft, apply_annotations, extend_unique};
 use super::input::InputBuilder;
 use super::output::output_schema;
 use super::refs::Resolver;
 use super::revision::{self, Revision};
-use super::schema::{Converter, Dialect, Schema};
+use super::schema::{Converter, Dialect};
 use super::sidecar::{BackendConfig, Policy, Sidecar, ToolConfig};
-use super::source::{Parsed, Sources, is_sidecar};
-use super::{Catalog, DocumentSummary, Operation, naming};
+use super::source::{Parsed, Sources};
+use super::{Operation, naming};
 use serde_json::{Map, Value, json};
 use sezzlee_json::strings;
 use std::collections::BTreeMap;
@@ -24,74 +25,13 @@ const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
 ];
 
-/// A tool before its final name and version are known.
-pub struct Draft {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Schema,
-    pub output_schema: Option<Arc<Schema>>,
-    pub annotations: Option<Map<String, Value>>,
-    pub tags: Vec<String>,
-    pub search_terms: Vec<String>,
-    pub route: String,
-    pub pointer: String,
-    pub revision: Option<Revision>,
-    pub policy: Option<Policy>,
-    pub operation: Arc<Operation>,
-    pub fixed: Map<String, Value>,
-}
-
-/// The drafts and diagnostics of one document.
-pub struct DocumentBuild {
-    pub file: Arc<str>,
-    pub namespace: String,
-    pub operations: usize,
-    pub drafts: Vec<Draft>,
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-pub fn build_catalog(sources: &Sources) -> Catalog {
-    let files = sources.json_files();
-    let resolver = Resolver::new(&files);
-    let mut diagnostics = Vec::new();
-    for (rel, file) in &sources.files {
-        if let Err(err) = &file.current {
-            let kept = if file.serving.is_some() {
-                "; the last good version keeps serving"
-            } else {
-                ""
-            };
-            diagnostics.push(Diagnostic::error(
-                err.code,
-                rel,
-                &err.pointer,
-                format!("{}{kept}", err.message),
-            ));
-        }
-    }
-    let mut documents = Vec::new();
-    for (rel, root) in &files {
-        if is_sidecar(rel) {
-            continue;
-        }
-        let Some(dialect) = dialect_of(rel, root, &mut diagnostics) else {
-            continue;
-        };
-        let sidecar = sidecar_for(sources, rel, &mut diagnostics);
-        documents.push(build_document(
-            &resolver,
-            rel.clone(),
-            root,
-            dialect,
-            sidecar.as_deref(),
-        ));
-    }
-    super::assemble::assemble(documents, diagnostics)
-}
-
 /// The document's dialect; `None` for files that are not API documents
 /// (shared schema files other documents `$ref`).
-fn dialect_of(rel: &str, root: &Value, diagnostics: &mut Vec<Diagnostic>) -> Option<Dialect> {
+pub(crate) fn dialect_of(
+    rel: &str,
+    root: &Value,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<Dialect> {
     if let Some(version) = root.get("openapi") {
         let text = version.as_str().unwrap_or_default();
         if text.starts_with("3.0") {
@@ -124,7 +64,7 @@ fn dialect_of(rel: &str, root: &Value, diagnostics: &mut Vec<Diagnostic>) -> Opt
     None
 }
 
-fn sidecar_for(
+pub(crate) fn sidecar_for(
     sources: &Sources,
     rel: &str,
     diagnostics: &mut Vec<Diagnostic>,
@@ -177,7 +117,7 @@ struct DocumentContext<'a> {
     catalog_revision: Option<u64>,
 }
 
-fn build_document(
+pub(crate) fn build_document(
     resolver: &Resolver,
     file: Arc<str>,
     root: &Value,
@@ -588,31 +528,6 @@ pub fn annotations_for(
     (!hints.is_empty()).then_some(hints)
 }
 
-/// Applies explicit hint settings: `true` sets, `false` removes, `title`
-/// takes a string; anything else is ignored.
-pub fn apply_annotations(hints: &mut Map<String, Value>, overrides: &Map<String, Value>) {
-    const HINTS: [&str; 4] = [
-        "readOnlyHint",
-        "destructiveHint",
-        "idempotentHint",
-        "openWorldHint",
-    ];
-    for (key, value) in overrides {
-        match (key.as_str(), value) {
-            (hint, Value::Bool(true)) if HINTS.contains(&hint) => {
-                hints.insert(hint.to_string(), json!(true));
-            }
-            (hint, Value::Bool(false)) if HINTS.contains(&hint) => {
-                hints.remove(hint);
-            }
-            ("title", Value::String(_)) => {
-                hints.insert(key.clone(), value.clone());
-            }
-            _ => {}
-        }
-    }
-}
-
 fn policy_for(
     doc: &DocumentContext,
     config: Option<&ToolConfig>,
@@ -712,23 +627,6 @@ fn media_list(operation: &Value, root: &Value, key: &str) -> Vec<String> {
     }
 }
 
-pub fn extend_unique(list: &mut Vec<String>, more: Vec<String>) {
-    for item in more {
-        if !list.contains(&item) {
-            list.push(item);
-        }
-    }
-}
-
-pub fn summary(build: &DocumentBuild) -> DocumentSummary {
-    DocumentSummary {
-        file: build.file.clone(),
-        namespace: build.namespace.clone(),
-        operations: build.operations,
-        tools: build.drafts.len(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     //! One test per rule of turning documents into drafts, on small inline
@@ -736,6 +634,7 @@ mod tests {
 
     use super::*;
     use crate::Location;
+    use crate::build::build_catalog;
     use crate::diagnostics::Severity;
 
     /// A document of `dialect` with `rest` (paths, servers, …) at its top.

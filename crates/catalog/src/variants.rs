@@ -5,8 +5,8 @@
 //! variant's inputSchema and fixed values are sent on invoke. Variants share
 //! the operation's outputSchema and dispatch data.
 
+use super::draft::{Draft, apply_annotations, extend_unique};
 use super::naming;
-use super::openapi::{Draft, apply_annotations, extend_unique};
 use super::schema::Schema;
 use super::sidecar::{Sidecar, VariantConfig};
 use serde_json::Value;

@@ -101,9 +101,9 @@ pub struct SearchIndex {
 }
 
 impl SearchIndex {
-    /// Indexes `docs`; a document's position is its id and its rank among
-    /// ties, so pass them in name order.
-    pub fn build<'a>(docs: impl IntoIterator<Item = SearchFields<'a>>) -> SearchIndex {
+    /// Indexes `docs` without the effects of common words (the public
+    /// [`SearchIndex::build`] adds them).
+    pub(super) fn index_tools<'a>(docs: impl IntoIterator<Item = SearchFields<'a>>) -> SearchIndex {
         let mut builder = Builder::default();
         for doc in docs {
             builder.add(&doc);
@@ -223,7 +223,7 @@ impl Builder {
         while posting_start.len() <= groups.len() {
             posting_start.push(postings.len() as u32);
         }
-        let mut index = SearchIndex {
+        SearchIndex {
             doc_count,
             terms,
             term_group,
@@ -232,9 +232,7 @@ impl Builder {
             postings,
             resources,
             common: HashMap::new(),
-        };
-        index.common = index.common_effects();
-        index
+        }
     }
 }
 

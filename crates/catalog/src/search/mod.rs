@@ -64,14 +64,14 @@
 //! one (with its synonyms, reaching a sixteenth of the tools or more) is
 //! settled in branch-free passes over every tool, which the compiler
 //! vectorises. What such a keyword adds to every tool is a
-//! [`KeywordEffect`]: the index computes those of its [`COMMON_WORDS`](effects::COMMON_WORDS)
+//! [`KeywordEffect`]: the index computes those of its [`COMMON_WORDS`](common::COMMON_WORDS)
 //! commonest words when it is built, and the served snapshot keeps others
 //! as queries meet them, so a common word usually costs one vectorised
 //! pass adding its keyword counts; the page is then chosen among the tools
 //! matching enough keywords to make it, and only their scores are summed.
-//! On the Microsoft Graph catalog (11,422 tools) a query takes some ten
-//! microseconds.
+//! (What that costs is measured by `benches/search.rs`.)
 
+mod common;
 mod effects;
 mod index;
 mod page;
@@ -84,3 +84,14 @@ mod words;
 pub use effects::{KeywordEffect, KeywordEffects};
 pub use index::{SearchFields, SearchIndex};
 pub use words::{MAX_KEYWORDS, fold, keywords, query_keywords, singular};
+
+impl SearchIndex {
+    /// Indexes `docs` and computes the effects of its commonest words; a
+    /// document's position is its id and its rank among ties, so pass them
+    /// in name order.
+    pub fn build<'a>(docs: impl IntoIterator<Item = SearchFields<'a>>) -> SearchIndex {
+        let mut index = SearchIndex::index_tools(docs);
+        index.common = index.common_effects();
+        index
+    }
+}

@@ -1,0 +1,82 @@
+//! What a build passes from step to step: a tool before its final name and
+//! version ([`Draft`]), one document's drafts ([`DocumentBuild`]), and the
+//! small rules both the document walk and curated variants apply to them.
+//! Its own module so the steps depend on it, not on each other.
+
+use super::diagnostics::Diagnostic;
+use super::revision::Revision;
+use super::schema::Schema;
+use super::sidecar::Policy;
+use super::{DocumentSummary, Operation};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// A tool before its final name and version are known.
+pub struct Draft {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Schema,
+    pub output_schema: Option<Arc<Schema>>,
+    pub annotations: Option<Map<String, Value>>,
+    pub tags: Vec<String>,
+    pub search_terms: Vec<String>,
+    pub route: String,
+    pub pointer: String,
+    pub revision: Option<Revision>,
+    pub policy: Option<Policy>,
+    pub operation: Arc<Operation>,
+    pub fixed: Map<String, Value>,
+}
+
+/// The drafts and diagnostics of one document.
+pub struct DocumentBuild {
+    pub file: Arc<str>,
+    pub namespace: String,
+    pub operations: usize,
+    pub drafts: Vec<Draft>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Applies explicit hint settings: `true` sets, `false` removes, `title`
+/// takes a string; anything else is ignored.
+pub fn apply_annotations(hints: &mut Map<String, Value>, overrides: &Map<String, Value>) {
+    const HINTS: [&str; 4] = [
+        "readOnlyHint",
+        "destructiveHint",
+        "idempotentHint",
+        "openWorldHint",
+    ];
+    for (key, value) in overrides {
+        match (key.as_str(), value) {
+            (hint, Value::Bool(true)) if HINTS.contains(&hint) => {
+                hints.insert(hint.to_string(), json!(true));
+            }
+            (hint, Value::Bool(false)) if HINTS.contains(&hint) => {
+                hints.remove(hint);
+            }
+            ("title", Value::String(_)) => {
+                hints.insert(key.clone(), value.clone());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Appends the items of `more` not already in `list`, in order.
+pub fn extend_unique(list: &mut Vec<String>, more: Vec<String>) {
+    for item in more {
+        if !list.contains(&item) {
+            list.push(item);
+        }
+    }
+}
+
+/// What the catalog tells of one built document.
+pub fn summary(build: &DocumentBuild) -> DocumentSummary {
+    DocumentSummary {
+        file: build.file.clone(),
+        namespace: build.namespace.clone(),
+        operations: build.operations,
+        tools: build.drafts.len(),
+    }
+}
