@@ -5,6 +5,7 @@
 //! documents.
 
 mod backend;
+mod boundaries;
 mod catalog_rules;
 mod check_cli;
 mod client_cli;
