@@ -291,7 +291,6 @@ fn build_operation(
             builder.converter.resolver(),
             at.item_file,
             at.item,
-            file,
             operation,
         )
         .map_err(unresolved)?
@@ -306,7 +305,7 @@ fn build_operation(
             let (body_file, body) = builder
                 .converter
                 .resolver()
-                .follow(file, body)
+                .follow(at.item_file, body)
                 .map_err(unresolved)?;
             builder.request_body(&body_file, body).map_err(unresolved)?;
         }
@@ -316,7 +315,7 @@ fn build_operation(
         input
     };
     let produces = media_list(operation, doc.root, "produces");
-    let output = output_schema(converter, file, operation, &produces)
+    let output = output_schema(converter, at.item_file, operation, &produces)
         .map_err(unresolved)?
         .map(Arc::new);
 
@@ -408,16 +407,17 @@ fn build_operation(
 }
 
 /// Path-item parameters overridden by operation parameters of the same
-/// name and location, each resolved.
+/// name and location, each resolved. The operation lives in the path
+/// item, so its references are relative to the path item's file (the
+/// document's own, unless the path item is a `$ref` to another file).
 fn merged_parameters(
     resolver: &Resolver,
     item_file: &Arc<str>,
     item: &Value,
-    file: &Arc<str>,
     operation: &Value,
 ) -> Result<Vec<(Arc<str>, Value)>, String> {
     let mut merged: Vec<(Arc<str>, Value)> = Vec::new();
-    let sources = [(item_file, item), (file, operation)];
+    let sources = [(item_file, item), (item_file, operation)];
     for (source_file, node) in sources {
         for param in node
             .get("parameters")
@@ -1013,35 +1013,60 @@ mod tests {
     }
 
     #[test]
-    fn refs_inside_a_path_item_from_another_file() {
+    fn refs_inside_a_path_item_from_another_file_resolve_in_that_file() {
         let paths = json!({
             "Pets": {
                 "parameters": [{"$ref": "#/Limit"}],
-                "get": {"operationId": "listPets", "responses": {}},
-                "post": {"operationId": "addPet", "parameters": [{"$ref": "#/Limit"}], "responses": {}}
+                "get": {"operationId": "listPets", "responses": {"200": {"$ref": "#/Listed"}}},
+                "post": {
+                    "operationId": "addPet",
+                    "parameters": [{"$ref": "#/Trace"}],
+                    "requestBody": {"$ref": "#/NewPet"},
+                    "responses": {}
+                }
             },
-            "Limit": {"name": "limit", "in": "query", "schema": {"type": "integer"}}
+            "Limit": {"name": "limit", "in": "query", "schema": {"type": "integer"}},
+            "Trace": {"name": "trace", "in": "header", "schema": {"type": "string"}},
+            "NewPet": {
+                "required": true,
+                "content": {"application/json": {"schema": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]
+                }}}
+            },
+            "Listed": {
+                "description": "ok",
+                "content": {"application/json": {"schema": {
+                    "type": "object",
+                    "properties": {"count": {"type": "integer"}}
+                }}}
+            }
         });
         let api = document(
             Dialect::OpenApi30,
             json!({"paths": {"/pets": {"$ref": "paths.json#/Pets"}}}),
         );
         let built = build_files(&[("api.json", api), ("paths.json", paths)], None);
-        // Path-level parameters resolve in the file that holds them.
+        assert_eq!(notes(&built), []);
+        // Path-level and operation-level parameters, the request body and
+        // the responses all resolve in the file that holds the path item.
         assert_eq!(
             arguments(draft(&built, "GET /pets")),
             [("limit", "limit", Location::Query)]
         );
-        // Operation-level ones are resolved against the document instead,
-        // so this operation is left out today.
         assert_eq!(
-            notes(&built),
-            [(
-                Severity::Error,
-                "unresolved_ref",
-                "/paths/~1pets/post",
-                "operation left out: '#/Limit' points to nothing"
-            )]
+            arguments(draft(&built, "POST /pets")),
+            [
+                ("limit", "limit", Location::Query),
+                ("trace", "trace", Location::Header),
+                ("name", "name", Location::BodyMember)
+            ]
+        );
+        let listed = draft(&built, "GET /pets").output_schema.as_ref().unwrap();
+        assert_eq!(
+            listed.to_value()["properties"]["count"],
+            json!({"type": "integer"})
         );
     }
 
