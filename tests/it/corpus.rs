@@ -42,8 +42,7 @@ pub struct Corpus {
 }
 
 impl Corpus {
-    /// The path of one document, or `None` (with a note) if the corpus
-    /// lacks it.
+    /// The path of one file of the corpus, or `None` if it lacks it.
     pub fn document(&self, name: &str) -> Option<PathBuf> {
         let path = self.dir.join(name);
         path.is_file().then_some(path)

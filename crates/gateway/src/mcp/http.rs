@@ -75,11 +75,13 @@ pub(crate) async fn post_mcp(
     let mut caller = gateway.auth.caller(&headers);
     caller.address = Some(peer.ip());
     caller.headers = headers.clone();
-    let reply = if is_modern(&headers, &message.params) {
-        modern::handle(&gateway, &headers, message, caller).await
+    let id = message.id.clone();
+    let served = if is_modern(&headers, &message.params) {
+        modern::serve(&gateway, &headers, message, caller).await
     } else {
-        legacy::handle(&gateway, &headers, message, caller).await
+        legacy::serve(&gateway, &headers, message, caller).await
     };
+    let reply = served.unwrap_or_else(|err| Reply::Json(err.status, err.body(id.as_ref())));
     match reply {
         Reply::Json(status, body) => json_response(status, &body),
         Reply::Tool(id, result) => tool_response(&id, &result),

@@ -14,21 +14,9 @@ use crate::visibility::Caller;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
-/// Serves one legacy message.
-pub async fn handle(
-    gateway: &Gateway,
-    headers: &HeaderMap,
-    message: Incoming,
-    caller: Caller,
-) -> Reply {
-    let id = message.id.clone();
-    match serve(gateway, headers, message, caller).await {
-        Ok(reply) => reply,
-        Err(err) => Reply::Json(err.status, err.body(id.as_ref())),
-    }
-}
-
-async fn serve(
+/// Serves one legacy message; an error is answered by the caller
+/// (`http`), the same way for both eras.
+pub async fn serve(
     gateway: &Gateway,
     headers: &HeaderMap,
     message: Incoming,

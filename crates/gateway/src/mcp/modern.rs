@@ -34,21 +34,9 @@ const REMOVED: [&str; 5] = [
     "resources/unsubscribe",
 ];
 
-/// Serves one modern message.
-pub async fn handle(
-    gateway: &Gateway,
-    headers: &HeaderMap,
-    message: Incoming,
-    caller: Caller,
-) -> Reply {
-    let id = message.id.clone();
-    match serve(gateway, headers, message, caller).await {
-        Ok(reply) => reply,
-        Err(err) => Reply::Json(err.status, err.body(id.as_ref())),
-    }
-}
-
-async fn serve(
+/// Serves one modern message; an error is answered by the caller
+/// (`http`), the same way for both eras.
+pub async fn serve(
     gateway: &Gateway,
     headers: &HeaderMap,
     message: Incoming,
