@@ -35,6 +35,11 @@ enum Command {
         /// path[, operationId]): recall@1/5/10, MRR and every miss's rank.
         #[arg(long, value_name = "FILE")]
         search_tasks: Option<PathBuf>,
+        /// The response budget the gateway will serve with, in characters:
+        /// definitions are published to fit it, and any that still does not
+        /// is warned about.
+        #[arg(long, value_name = "CHARS", default_value_t = sezzlee_catalog::BuildOptions::DEFAULT_BUDGET)]
+        response_budget: usize,
     },
     /// An MCP client: `sezzlee client URL discover|tools|call|search|load|invoke|listen`.
     Client(Box<commands::client::ClientArgs>),
@@ -149,9 +154,10 @@ fn main() -> ExitCode {
             dir,
             emit,
             search_tasks,
+            response_budget,
         } => match search_tasks {
             Some(tasks) => commands::check::run_search_tasks(&dir, &tasks),
-            None => commands::check::run(&dir, emit),
+            None => commands::check::run(&dir, emit, response_budget),
         },
         Command::Token {
             secret_env,

@@ -2,24 +2,32 @@
 //!
 //! Builds the catalog exactly as the server would, prints every diagnostic
 //! (one line each, file and pointer first) and a summary, and exits 1 when
-//! any diagnostic is an error. `--emit` prints every tool definition as a
-//! JSON line so changes can be diffed.
+//! any diagnostic is an error. Per document it reports how many definitions
+//! were compacted to fit an agent's context and the largest one, so an
+//! owner sees what agents will load. `--emit` prints every tool definition
+//! as a JSON line so changes can be diffed.
 
 use serde_json::{Value, json};
-use sezzlee_catalog::{Catalog, Tool};
+use sezzlee_catalog::{BuildOptions, Catalog, Sources, Tool};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 /// Runs the command; the exit code is the verdict.
-pub fn run(dir: &Path, emit: bool) -> ExitCode {
-    let catalog = match Catalog::load_dir(dir) {
-        Ok(catalog) => catalog,
+pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
+    let sources = match Sources::scan(dir, None) {
+        Ok(sources) => sources,
         Err(err) => {
             eprintln!("sezzlee check: cannot read {}: {err}", dir.display());
             return ExitCode::from(2);
         }
     };
+    let options = BuildOptions {
+        response_budget,
+        ..BuildOptions::default()
+    };
+    let catalog = Catalog::build_with(&sources, &options);
     let mut diagnostics = catalog.diagnostics.clone();
     diagnostics.sort_by(|a, b| (&a.file, &a.pointer).cmp(&(&b.file, &b.pointer)));
     let stderr = std::io::stderr();
@@ -39,6 +47,9 @@ pub fn run(dir: &Path, emit: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    for line in definition_report(&catalog, response_budget) {
+        let _ = writeln!(report, "{line}");
+    }
     let operations: usize = catalog.documents.iter().map(|d| d.operations).sum();
     let _ = writeln!(
         report,
@@ -54,6 +65,45 @@ pub fn run(dir: &Path, emit: bool) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Per document, one line: its tools, how many definitions were compacted
+/// (output, input) and the largest definition against the budget.
+fn definition_report(catalog: &Catalog, budget: usize) -> Vec<String> {
+    #[derive(Default)]
+    struct Sizes {
+        tools: usize,
+        compacted: usize,
+        output: usize,
+        input: usize,
+        largest: usize,
+        over: usize,
+    }
+    let mut by_document: BTreeMap<&str, Sizes> = BTreeMap::new();
+    for tool in catalog.tools() {
+        let sizes = by_document.entry(&tool.document).or_default();
+        let size = tool.definition().to_string().chars().count();
+        sizes.tools += 1;
+        sizes.compacted += usize::from(tool.compaction.is_compacted());
+        sizes.output += usize::from(tool.compaction.output_depth.is_some());
+        sizes.input += usize::from(tool.compaction.input_depth.is_some());
+        sizes.largest = sizes.largest.max(size);
+        sizes.over += usize::from(size > budget);
+    }
+    by_document
+        .into_iter()
+        .map(|(document, s)| {
+            let over = if s.over > 0 {
+                format!(", {} over the budget of {budget}", s.over)
+            } else {
+                String::new()
+            };
+            format!(
+                "{document}: {} tools, {} compacted ({} output, {} input), largest definition {} characters{over}",
+                s.tools, s.compacted, s.output, s.input, s.largest
+            )
+        })
+        .collect()
 }
 
 /// The load_tool answer plus `tags`, `route` and `document`.

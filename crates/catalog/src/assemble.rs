@@ -160,7 +160,9 @@ fn finish(draft: Draft, document: std::sync::Arc<str>) -> Tool {
         name: draft.name,
         description: draft.description,
         input_schema: draft.input_schema,
+        published_input: draft.published_input,
         output_schema: draft.output_schema,
+        compaction: draft.compaction,
         annotations: draft.annotations,
         version,
         tags: draft.tags,
@@ -175,8 +177,11 @@ fn finish(draft: Draft, document: std::sync::Arc<str>) -> Tool {
 }
 
 /// SHA-256 over the canonical JSON of `{annotations?, description,
-/// inputSchema, name, outputSchema?, revision?}` (keys already in sorted
-/// order), streamed so large schemas are never rendered whole.
+/// inputSchema, inputValidation?, name, outputSchema?, revision?}` (keys
+/// already in sorted order), streamed so large schemas are never rendered
+/// whole. `inputSchema` is the published one; `inputValidation`, the full
+/// schema calls are checked against, is there only when the published one
+/// was compacted, so a change to an elided part still changes the version.
 fn version_of(draft: &Draft) -> String {
     let mut hasher = VersionHasher::default();
     let sink: &mut dyn CanonicalSink = &mut hasher;
@@ -189,7 +194,14 @@ fn version_of(draft: &Draft) -> String {
     sink.push("\"description\":");
     write_string(&draft.description, sink);
     sink.push(",\"inputSchema\":");
-    draft.input_schema.write_canonical(sink);
+    match &draft.published_input {
+        Some(published) => {
+            published.write_canonical(sink);
+            sink.push(",\"inputValidation\":");
+            draft.input_schema.write_canonical(sink);
+        }
+        None => draft.input_schema.write_canonical(sink),
+    }
     sink.push(",\"name\":");
     write_string(&draft.name, sink);
     if let Some(output) = &draft.output_schema {
@@ -213,6 +225,9 @@ pub fn version_source(tool: &Tool) -> Value {
                 out.insert(key, value);
             }
         }
+    }
+    if tool.published_input.is_some() {
+        out.insert("inputValidation".to_string(), tool.input_schema.to_value());
     }
     if let Some(revision) = tool.revision.and_then(|r| r.to_value()) {
         out.insert("revision".to_string(), revision);

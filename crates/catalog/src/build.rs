@@ -6,10 +6,10 @@ use super::diagnostics::Diagnostic;
 use super::openapi::{build_document, dialect_of, sidecar_for};
 use super::refs::Resolver;
 use super::source::{Sources, is_sidecar};
-use super::{Catalog, assemble};
+use super::{BuildOptions, Catalog, assemble};
 
 /// The catalog of the folder's files.
-pub fn build_catalog(sources: &Sources) -> Catalog {
+pub fn build_catalog(sources: &Sources, options: &BuildOptions) -> Catalog {
     let files = sources.json_files();
     let resolver = Resolver::new(&files);
     let mut diagnostics = Vec::new();
@@ -43,6 +43,7 @@ pub fn build_catalog(sources: &Sources) -> Catalog {
             root,
             dialect,
             sidecar.as_deref(),
+            options,
         ));
     }
     assemble::assemble(documents, diagnostics)

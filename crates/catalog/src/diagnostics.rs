@@ -93,6 +93,7 @@ pub mod codes {
     pub const INVALID_CONFIGURATION: &str = "invalid_configuration";
     pub const UNSUPPORTED_BODY: &str = "unsupported_body";
     pub const INVALID_OPERATION: &str = "invalid_operation";
+    pub const DEFINITION_TOO_LARGE: &str = "definition_too_large";
 }
 
 /// Escapes one JSON pointer segment (RFC 6901).

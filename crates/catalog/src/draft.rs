@@ -3,6 +3,7 @@
 //! small rules both the document walk and curated variants apply to them.
 //! Its own module so the steps depend on it, not on each other.
 
+use super::compact::fit::Compaction;
 use super::diagnostics::Diagnostic;
 use super::revision::Revision;
 use super::schema::Schema;
@@ -15,8 +16,13 @@ use std::sync::Arc;
 pub struct Draft {
     pub name: String,
     pub description: String,
+    /// The full input schema (calls are validated against it).
     pub input_schema: Schema,
+    /// The compacted inputSchema, when the full one does not fit.
+    pub published_input: Option<Schema>,
+    /// Full until the draft is fitted, then the published one.
     pub output_schema: Option<Arc<Schema>>,
+    pub compaction: Compaction,
     pub annotations: Option<Map<String, Value>>,
     pub tags: Vec<String>,
     pub search_terms: Vec<String>,

@@ -5,7 +5,7 @@
 //! canonical JSON rendering (object keys sorted at every level, no
 //! whitespace) rather than over whatever order the document used.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 /// Where canonical JSON goes: a string, or straight into a hasher so large
@@ -17,6 +17,16 @@ pub trait CanonicalSink {
 impl CanonicalSink for String {
     fn push(&mut self, text: &str) {
         self.push_str(text);
+    }
+}
+
+/// Counts the characters of canonical JSON without keeping it.
+#[derive(Default)]
+pub struct CharCount(pub usize);
+
+impl CanonicalSink for CharCount {
+    fn push(&mut self, text: &str) {
+        self.0 += text.chars().count();
     }
 }
 
@@ -53,20 +63,7 @@ pub fn version_of(value: &Value) -> String {
 /// and numbers as serde_json writes them.
 pub fn write_canonical_to(value: &Value, out: &mut dyn CanonicalSink) {
     match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push("{");
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(",");
-                }
-                write_string(key, out);
-                out.push(":");
-                write_canonical_to(item, out);
-            }
-            out.push("}");
-        }
+        Value::Object(map) => write_canonical_object(map, out),
         Value::Array(items) => {
             out.push("[");
             for (i, item) in items.iter().enumerate() {
@@ -80,6 +77,22 @@ pub fn write_canonical_to(value: &Value, out: &mut dyn CanonicalSink) {
         Value::String(text) => write_string(text, out),
         scalar => out.push(&scalar.to_string()),
     }
+}
+
+/// Canonical JSON of one object.
+pub fn write_canonical_object(map: &Map<String, Value>, out: &mut dyn CanonicalSink) {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    out.push("{");
+    for (i, (key, item)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(",");
+        }
+        write_string(key, out);
+        out.push(":");
+        write_canonical_to(item, out);
+    }
+    out.push("}");
 }
 
 /// A JSON string literal, escaped as serde_json escapes it.

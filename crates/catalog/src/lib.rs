@@ -7,6 +7,7 @@
 
 mod assemble;
 mod build;
+pub mod compact;
 pub mod diagnostics;
 mod draft;
 pub mod fingerprint;
@@ -24,6 +25,7 @@ pub mod source;
 mod variants;
 
 pub use assemble::version_source;
+pub use compact::fit::Compaction;
 pub use diagnostics::{Diagnostic, Severity};
 pub use input::is_json_media_type;
 pub use schema::Schema;
@@ -108,9 +110,16 @@ pub struct Operation {
 pub struct Tool {
     pub name: String,
     pub description: String,
+    /// The full input schema: calls are validated against it.
     pub input_schema: Schema,
-    /// Shared by every variant of the operation.
+    /// The inputSchema agents see, when it had to be compacted to fit the
+    /// response budget (`None`: `input_schema` itself).
+    pub published_input: Option<Schema>,
+    /// The outputSchema agents see, compacted to the output depth (see
+    /// [`compact`]); shared by every variant of the operation.
     pub output_schema: Option<Arc<Schema>>,
+    /// What was left out of the published schemas.
+    pub compaction: Compaction,
     pub annotations: Option<Map<String, Value>>,
     pub version: String,
     pub tags: Vec<String>,
@@ -134,7 +143,7 @@ impl Tool {
         let mut out = Map::new();
         out.insert("name".to_string(), json!(self.name));
         out.insert("description".to_string(), json!(self.description));
-        out.insert("inputSchema".to_string(), self.input_schema.to_value());
+        out.insert("inputSchema".to_string(), self.published_input().to_value());
         if let Some(output) = &self.output_schema {
             out.insert("outputSchema".to_string(), output.to_value());
         }
@@ -146,6 +155,39 @@ impl Tool {
         }
         out.insert("version".to_string(), json!(self.version));
         Value::Object(out)
+    }
+
+    /// The inputSchema agents see.
+    pub fn published_input(&self) -> &Schema {
+        self.published_input.as_ref().unwrap_or(&self.input_schema)
+    }
+}
+
+/// Settings a build takes from the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildOptions {
+    /// The gateway's response budget, in characters: every definition is
+    /// published to fit it when it can.
+    pub response_budget: usize,
+    /// Object levels of each outputSchema published when the sidecar says
+    /// nothing.
+    pub output_depth: u32,
+}
+
+impl BuildOptions {
+    /// The gateway's default response budget.
+    pub const DEFAULT_BUDGET: usize = 60_000;
+    /// The default output depth: the response's members, their members,
+    /// and theirs; deeper structure is stubbed.
+    pub const DEFAULT_OUTPUT_DEPTH: u32 = 2;
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            response_budget: Self::DEFAULT_BUDGET,
+            output_depth: Self::DEFAULT_OUTPUT_DEPTH,
+        }
     }
 }
 
@@ -176,9 +218,15 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Builds the catalog from the folder's files.
+    /// Builds the catalog from the folder's files, with the default
+    /// [`BuildOptions`].
     pub fn build(sources: &Sources) -> Catalog {
-        build::build_catalog(sources)
+        build::build_catalog(sources, &BuildOptions::default())
+    }
+
+    /// Builds the catalog from the folder's files.
+    pub fn build_with(sources: &Sources, options: &BuildOptions) -> Catalog {
+        build::build_catalog(sources, options)
     }
 
     /// Reads and builds a folder once.

@@ -6,6 +6,7 @@
 //! A problem in one operation leaves that operation out with a diagnostic;
 //! the rest of the document still loads.
 
+use super::compact::{Compactor, fit};
 use super::diagnostics::{Diagnostic, codes, pointer};
 use super::draft::{DocumentBuild, Draft, apply_annotations, extend_unique};
 use super::input::InputBuilder;
@@ -15,7 +16,7 @@ use super::revision::{self, Revision};
 use super::schema::{Converter, Dialect};
 use super::sidecar::{BackendConfig, Policy, Sidecar, ToolConfig};
 use super::source::{Parsed, Sources};
-use super::{Operation, naming};
+use super::{BuildOptions, Operation, naming};
 use serde_json::{Map, Value, json};
 use sezzlee_json::strings;
 use std::collections::BTreeMap;
@@ -109,6 +110,7 @@ fn namespace_of(rel: &str, sidecar: Option<&Sidecar>) -> String {
 
 struct DocumentContext<'a> {
     file: Arc<str>,
+    options: &'a BuildOptions,
     root: &'a Value,
     dialect: Dialect,
     sidecar: Option<&'a Sidecar>,
@@ -123,6 +125,7 @@ pub(crate) fn build_document(
     root: &Value,
     dialect: Dialect,
     sidecar: Option<&Sidecar>,
+    options: &BuildOptions,
 ) -> DocumentBuild {
     let mut diagnostics = Vec::new();
     let namespace = namespace_of(&file, sidecar);
@@ -140,6 +143,7 @@ pub(crate) fn build_document(
     };
     let context = DocumentContext {
         file: file.clone(),
+        options,
         root,
         dialect,
         sidecar,
@@ -153,6 +157,7 @@ pub(crate) fn build_document(
         catalog_revision,
     };
     let mut converter = Converter::new(resolver, file.clone(), dialect);
+    let mut compactor = Compactor::default();
     let mut drafts = Vec::new();
     let mut operations = 0;
     let mut matched_keys: Vec<String> = Vec::new();
@@ -194,7 +199,11 @@ pub(crate) fn build_document(
                 container_revision,
             };
             match build_operation(&context, &mut converter, &at, operation) {
-                Ok((mut built, notes)) => {
+                Ok((mut built, mut notes)) => {
+                    let depth = output_depth(&context, &at);
+                    for draft in &mut built {
+                        publish_within_budget(&mut compactor, draft, depth, &context, &mut notes);
+                    }
                     drafts.append(&mut built);
                     diagnostics.extend(notes);
                 }
@@ -212,6 +221,61 @@ pub(crate) fn build_document(
         drafts,
         diagnostics,
     }
+}
+
+/// Object levels of the operation's outputSchema to publish: the
+/// operation's sidecar setting, else the document's, else the build's.
+fn output_depth(doc: &DocumentContext, at: &OperationAt) -> u32 {
+    let sidecar = doc.sidecar;
+    sidecar
+        .and_then(|s| s.tool(at.method, at.path))
+        .and_then(|config| config.output_depth)
+        .or_else(|| sidecar.and_then(|s| s.output_depth))
+        .map_or(doc.options.output_depth, |depth| depth.0)
+}
+
+/// Room left in the response budget for what a definition does not hold
+/// yet when it is fitted: `authUncertain`, a namespace prefix added when
+/// names collide, and the page around one `search_tools` schema result.
+const BUDGET_ROOM: usize = 256;
+
+/// Compacts a draft's schemas to its output depth, and further if its
+/// definition would not fit the response budget; warns when even the
+/// smallest rung is too large.
+fn publish_within_budget(
+    compactor: &mut Compactor,
+    draft: &mut Draft,
+    depth: u32,
+    doc: &DocumentContext,
+    notes: &mut Vec<Diagnostic>,
+) {
+    let budget = doc.options.response_budget;
+    let fitted = fit::fit(
+        compactor,
+        &fit::Fixed {
+            name: &draft.name,
+            description: &draft.description,
+            annotations: draft.annotations.as_ref(),
+        },
+        &draft.input_schema,
+        draft.output_schema.as_ref(),
+        depth,
+        budget.saturating_sub(BUDGET_ROOM),
+    );
+    if fitted.size > budget.saturating_sub(BUDGET_ROOM) {
+        notes.push(Diagnostic::warning(
+            codes::DEFINITION_TOO_LARGE,
+            &doc.file,
+            &draft.pointer,
+            format!(
+                "the definition of '{}' is {} characters even with its optional parts compacted, over the response budget of {budget}; load_tool will refuse it unless response_budget is raised",
+                draft.name, fitted.size
+            ),
+        ));
+    }
+    draft.published_input = fitted.input;
+    draft.output_schema = fitted.output;
+    draft.compaction = fitted.compaction;
 }
 
 /// Sidecar keys that name no operation do nothing: say so.
@@ -375,7 +439,9 @@ fn build_operation(
         name,
         description,
         input_schema: input.schema,
+        published_input: None,
         output_schema: output,
+        compaction: Default::default(),
         annotations,
         tags,
         search_terms,
@@ -662,7 +728,14 @@ mod tests {
         let mut diagnostics = Vec::new();
         let dialect = dialect_of(name, root, &mut diagnostics).expect("an API document");
         let sidecar = sidecar.map(|value| Sidecar::from_value(&value).unwrap());
-        build_document(&resolver, Arc::from(*name), root, dialect, sidecar.as_ref())
+        build_document(
+            &resolver,
+            Arc::from(*name),
+            root,
+            dialect,
+            sidecar.as_ref(),
+            &BuildOptions::default(),
+        )
     }
 
     /// Builds `api.json`, a document of `dialect` with `rest` at its top.
@@ -793,7 +866,7 @@ mod tests {
             ],
             None,
         );
-        let catalog = build_catalog(&good);
+        let catalog = build_catalog(&good, &BuildOptions::default());
         let documents: Vec<&str> = catalog.documents.iter().map(|d| &*d.file).collect();
         assert_eq!(documents, ["api.json"]);
         let found: Vec<(&str, &str, &str)> = catalog
@@ -811,7 +884,7 @@ mod tests {
         );
         // A file that stops parsing says its last good version still serves.
         let broken = Sources::from_files([("api.json".to_string(), b"{".to_vec())], Some(&good));
-        let catalog = build_catalog(&broken);
+        let catalog = build_catalog(&broken, &BuildOptions::default());
         assert_eq!(catalog.tools().len(), 1);
         assert_eq!(
             catalog.diagnostics[0].message,

@@ -9,7 +9,9 @@
 //! a gigabyte of copies), and a tool's schema is only materialised as one
 //! JSON value when somebody asks for it.
 
-use super::fingerprint::{CanonicalSink, write_canonical_to, write_string};
+use super::fingerprint::{
+    CanonicalSink, CharCount, write_canonical_object, write_canonical_to, write_string,
+};
 use super::refs::{RefTarget, Resolver};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -50,6 +52,20 @@ pub struct Def {
     pub value: Value,
     /// Canonical JSON of `value`, kept so versions hash without re-rendering.
     pub canonical: String,
+    /// Characters of `canonical`, kept so definition sizes add up cheaply.
+    pub chars: usize,
+}
+
+impl Def {
+    pub fn new(name: String, value: Value, canonical: String) -> Def {
+        let chars = canonical.chars().count();
+        Def {
+            name,
+            value,
+            canonical,
+            chars,
+        }
+    }
 }
 
 /// A converted schema: an object root plus the definitions it reaches,
@@ -105,6 +121,27 @@ impl Schema {
             }
         }
         sink.push("}");
+    }
+
+    /// Characters of [`Schema::write_canonical`]'s rendering (the same as
+    /// serde_json's compact rendering of [`Schema::to_value`]).
+    pub fn chars(&self) -> usize {
+        let mut count = CharCount::default();
+        write_canonical_object(&self.root, &mut count);
+        let mut total = count.0;
+        if !self.defs.is_empty() && !self.root.contains_key("$defs") {
+            let mut names = CharCount::default();
+            for def in &self.defs {
+                write_string(&def.name, &mut names);
+            }
+            // `,"$defs":{` + entries (`name:canonical`, comma separated) + `}`;
+            // an empty root has no comma to add.
+            let comma = usize::from(!self.root.is_empty());
+            total += comma + "\"$defs\":{}".len() + names.0 + self.defs.len() /* colons */
+                + self.defs.len().saturating_sub(1) /* commas */
+                + self.defs.iter().map(|def| def.chars).sum::<usize>();
+        }
+        total
     }
 
     /// The top-level members, in order.
@@ -252,11 +289,7 @@ impl<'r> Converter<'r> {
         let mut canonical = String::new();
         write_canonical_to(&value, &mut canonical);
         Ok(Arc::new(DefEntry {
-            def: Arc::new(Def {
-                name: self.def_name(target),
-                value,
-                canonical,
-            }),
+            def: Arc::new(Def::new(self.def_name(target), value, canonical)),
             deps: reached.into_iter().collect(),
         }))
     }

@@ -26,6 +26,9 @@ pub struct Sidecar {
     pub policies: BTreeMap<String, Policy>,
     /// A policy applied to every operation of the document that names none.
     pub visibility: Option<String>,
+    /// How many object levels of each outputSchema are published (see
+    /// compact); an operation's own setting wins.
+    pub output_depth: Option<OutputDepth>,
 }
 
 /// Where and how the document's backend is called.
@@ -69,6 +72,29 @@ impl<'de> Deserialize<'de> for Level {
     }
 }
 
+/// How many object levels of an outputSchema are published: an integer
+/// from 0 (the response's own members only) to [`OutputDepth::MAX`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputDepth(pub u32);
+
+impl OutputDepth {
+    /// Deep enough for any real document; deeper parts are recursion.
+    pub const MAX: u32 = 64;
+}
+
+impl<'de> Deserialize<'de> for OutputDepth {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        match value.as_u64() {
+            Some(n) if n <= u64::from(OutputDepth::MAX) => Ok(OutputDepth(n as u32)),
+            _ => Err(serde::de::Error::custom(format!(
+                "outputDepth must be an integer from 0 to {}, found {value}",
+                OutputDepth::MAX
+            ))),
+        }
+    }
+}
+
 /// Curation of one operation.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -85,6 +111,8 @@ pub struct ToolConfig {
     pub visibility: Option<String>,
     #[serde(default)]
     pub variants: Vec<VariantConfig>,
+    /// Output depth for this operation and its variants.
+    pub output_depth: Option<OutputDepth>,
 }
 
 /// A narrower tool published for the same operation.
@@ -280,6 +308,37 @@ mod tests {
             let err = Sidecar::from_value(&doc).unwrap_err();
             assert_eq!(err.pointer, pointer, "{doc}");
             assert!(err.message.contains("at least 1"), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn output_depths_are_integers_from_0_to_64() {
+        let sidecar = Sidecar::from_value(&json!({
+            "outputDepth": 0,
+            "tools": {"GET /x": {"outputDepth": 64}}
+        }))
+        .unwrap();
+        assert_eq!(sidecar.output_depth, Some(OutputDepth(0)));
+        assert_eq!(
+            sidecar.tool("GET", "/x").unwrap().output_depth,
+            Some(OutputDepth(64))
+        );
+        for (doc, pointer) in [
+            (json!({"outputDepth": 65}), "/outputDepth"),
+            (json!({"outputDepth": -1}), "/outputDepth"),
+            (json!({"outputDepth": "2"}), "/outputDepth"),
+            (
+                json!({"tools": {"GET /x": {"outputDepth": 1.5}}}),
+                "/tools/GET ~1x/outputDepth",
+            ),
+        ] {
+            let err = Sidecar::from_value(&doc).unwrap_err();
+            assert_eq!(err.pointer, pointer, "{doc}");
+            assert!(
+                err.message.contains("from 0 to 64"),
+                "{doc}: {}",
+                err.message
+            );
         }
     }
 

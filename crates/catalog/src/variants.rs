@@ -53,7 +53,9 @@ pub fn variant(
             .clone()
             .unwrap_or_else(|| base.description.clone()),
         input_schema: without_members(&base.input_schema, &removed),
+        published_input: None,
         output_schema: base.output_schema.clone(),
+        compaction: Default::default(),
         annotations: (!annotations.is_empty()).then_some(annotations),
         tags,
         search_terms,

@@ -88,7 +88,7 @@ impl Gateway {
                 dir: settings.catalogs.clone(),
                 error,
             })?;
-        let catalog = Catalog::build(&sources);
+        let catalog = Catalog::build_with(&sources, &settings.build_options());
         let gateway = Gateway::new(settings, catalog, started.elapsed())?;
         Ok((gateway, sources))
     }

@@ -57,6 +57,7 @@ impl Reloader {
         let mut sources = self.sources.lock().await;
         let dir = self.gateway.settings.catalogs.clone();
         let previous = sources.clone();
+        let options = self.gateway.settings.build_options();
         let started = Instant::now();
         let scanned = tokio::task::spawn_blocking(move || {
             let next = Sources::scan(&dir, Some(&previous))?;
@@ -65,7 +66,7 @@ impl Reloader {
             }
             // Cards, folded tags and rules are prepared here too, off the
             // async workers.
-            let catalog = Catalog::build(&next);
+            let catalog = Catalog::build_with(&next, &options);
             let prepared = crate::tools::Prepared::new(&catalog);
             Ok((next, Some((catalog, prepared))))
         })

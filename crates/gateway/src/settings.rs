@@ -191,6 +191,15 @@ pub struct Overrides {
 }
 
 impl Settings {
+    /// What a catalog build takes from these settings: definitions are
+    /// published to fit the response budget.
+    pub fn build_options(&self) -> sezzlee_catalog::BuildOptions {
+        sezzlee_catalog::BuildOptions {
+            response_budget: self.response_budget,
+            ..Default::default()
+        }
+    }
+
     /// Resolves settings: `overrides` (flags/env) > `file` > defaults.
     /// `config` names the file; without it `./sezzlee.toml` is read when
     /// present.

@@ -1,0 +1,145 @@
+//! The depths each tool is published at, so its definition fits the
+//! response budget.
+//!
+//! Every outputSchema is published at the operation's output depth (the
+//! sidecar's, else the build default). When the definition still does not
+//! fit, a ladder gives up detail in a fixed order, so the same document
+//! always publishes the same definitions: the output depth first (down to
+//! 1), then the optional deep parts of the input (its depth from
+//! [`INPUT_START`] down to 0; required members and the top level are never
+//! elided), then the output's last level. The first rung that fits wins;
+//! when none does, the smallest is published and the caller is told how
+//! large it still is.
+
+use super::Compactor;
+use crate::fingerprint::{CanonicalSink, CharCount, write_canonical_object, write_string};
+use crate::schema::{Direction, Schema};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// The deepest input depth the ladder tries first.
+pub const INPUT_START: u32 = 8;
+
+/// Characters of `"version":"0123456789abcdef"` plus its comma.
+const VERSION_CHARS: usize = ",\"version\":\"\"".len() + 16;
+
+/// What was left out of a published definition.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Compaction {
+    /// The depth the outputSchema was cut at, when anything was cut.
+    pub output_depth: Option<u32>,
+    /// The depth the inputSchema was cut at, when anything was cut.
+    pub input_depth: Option<u32>,
+}
+
+impl Compaction {
+    pub fn is_compacted(&self) -> bool {
+        self.output_depth.is_some() || self.input_depth.is_some()
+    }
+}
+
+/// The parts of a definition that do not change with depth.
+pub struct Fixed<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    pub annotations: Option<&'a Map<String, Value>>,
+}
+
+/// The schemas to publish for one tool.
+pub struct Fitted {
+    /// `None` when the full input schema is published.
+    pub input: Option<Schema>,
+    pub output: Option<Arc<Schema>>,
+    pub compaction: Compaction,
+    /// Characters of the published definition.
+    pub size: usize,
+}
+
+/// Publishes one tool within `target` characters if any rung allows it.
+pub fn fit(
+    compactor: &mut Compactor,
+    fixed: &Fixed,
+    input: &Schema,
+    output: Option<&Arc<Schema>>,
+    output_depth: u32,
+    target: usize,
+) -> Fitted {
+    let fixed_chars = fixed_chars(fixed);
+    let mut rungs: Vec<(u32, Option<u32>)> = (output_depth.min(1)..=output_depth)
+        .rev()
+        .map(|depth| (depth, None))
+        .collect();
+    rungs.extend(
+        (0..=INPUT_START)
+            .rev()
+            .map(|depth| (output_depth.min(1), Some(depth))),
+    );
+    rungs.push((0, Some(0)));
+    let mut best: Option<Fitted> = None;
+    for (out_depth, in_depth) in rungs {
+        let (published_output, output_cut) = match output {
+            Some(schema) => {
+                let (published, elided) = compactor.compact_shared(schema, out_depth);
+                (Some(published), elided.then_some(out_depth))
+            }
+            None => (None, None),
+        };
+        let (published_input, input_cut) = match in_depth {
+            Some(depth) => {
+                let compacted = compactor.compact(input, depth, Direction::Input);
+                if compacted.elided {
+                    (Some(compacted.schema), Some(depth))
+                } else {
+                    (None, None)
+                }
+            }
+            None => (None, None),
+        };
+        let size = fixed_chars
+            + "\"inputSchema\":".len()
+            + published_input.as_ref().unwrap_or(input).chars()
+            + published_output
+                .as_ref()
+                .map_or(0, |s| ",\"outputSchema\":".len() + s.chars());
+        let candidate = Fitted {
+            input: published_input,
+            output: published_output,
+            compaction: Compaction {
+                output_depth: output_cut,
+                input_depth: input_cut,
+            },
+            size,
+        };
+        if size <= target {
+            return candidate;
+        }
+        if best.as_ref().is_none_or(|b| candidate.size < b.size) {
+            best = Some(candidate);
+        }
+    }
+    // The rung list is never empty, so `best` is set; an empty answer
+    // would only mean publishing the full schemas.
+    best.unwrap_or_else(|| Fitted {
+        input: None,
+        output: output.cloned(),
+        compaction: Compaction::default(),
+        size: usize::MAX,
+    })
+}
+
+/// Characters of `{"name":…,"description":…,` `,"annotations":…`, the
+/// version and the closing brace: everything but the two schemas.
+fn fixed_chars(fixed: &Fixed) -> usize {
+    let mut count = CharCount::default();
+    count.push("{\"name\":");
+    write_string(fixed.name, &mut count);
+    count.push(",\"description\":");
+    write_string(fixed.description, &mut count);
+    count.push(",");
+    if let Some(annotations) = fixed.annotations {
+        count.push(",\"annotations\":");
+        write_canonical_object(annotations, &mut count);
+    }
+    count.push("}");
+    count.0 + VERSION_CHARS
+}

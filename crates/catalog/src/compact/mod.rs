@@ -1,0 +1,182 @@
+//! Published schemas sized for an agent's context.
+//!
+//! A converted schema is exact and can be enormous: Stripe inlines every
+//! expandable object, so a small deletion result reaches 640 KB of
+//! definitions, and an agent cannot call what it cannot load. The catalog
+//! therefore publishes a compacted copy: the value's own members, the
+//! shape of nested objects down to a depth, and a permissive stub naming
+//! what was left out below it ([`walk`]). Definitions stay shared through
+//! `$defs`, each rendered once per document, depth and level, so tools that
+//! reach the same schema share one copy. The full input schema is kept for
+//! validating calls; the ladder that picks depths to fit the response
+//! budget is [`fit`].
+
+pub mod fit;
+mod walk;
+
+use crate::fingerprint::write_canonical_to;
+use crate::schema::{Def, Direction, Schema};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::Arc;
+use walk::Walk;
+
+/// One definition rendered for one depth at one level, and what its
+/// rendering references in turn.
+struct Rendered {
+    def: Arc<Def>,
+    needs: Vec<(String, u32)>,
+    elided: bool,
+}
+
+/// A compacted schema, and whether anything was left out of it.
+pub struct Compacted {
+    pub schema: Schema,
+    pub elided: bool,
+}
+
+/// Compacts the schemas of one document, sharing rendered definitions
+/// between its tools.
+#[derive(Default)]
+pub struct Compactor {
+    rendered: HashMap<(String, u32, u32, Direction), Arc<Rendered>>,
+    /// Output schemas compacted so far, by the address of the full one
+    /// (kept alive here, so an address is never reused) and depth: the
+    /// variants of an operation share one published outputSchema.
+    outputs: HashMap<(usize, u32), SharedOutput>,
+}
+
+/// One output schema compacted to one depth.
+struct SharedOutput {
+    /// Held so the full schema's address stays its own.
+    _full: Arc<Schema>,
+    published: Arc<Schema>,
+    elided: bool,
+}
+
+impl Compactor {
+    /// An output schema compacted to `depth`, shared with every tool that
+    /// publishes the same output at the same depth; `true` when anything
+    /// was left out.
+    pub fn compact_shared(&mut self, output: &Arc<Schema>, depth: u32) -> (Arc<Schema>, bool) {
+        let key = (Arc::as_ptr(output) as usize, depth);
+        if let Some(shared) = self.outputs.get(&key) {
+            return (shared.published.clone(), shared.elided);
+        }
+        let compacted = self.compact(output, depth, Direction::Output);
+        let published = if compacted.elided {
+            Arc::new(compacted.schema)
+        } else {
+            output.clone()
+        };
+        self.outputs.insert(
+            key,
+            SharedOutput {
+                _full: output.clone(),
+                published: published.clone(),
+                elided: compacted.elided,
+            },
+        );
+        (published, compacted.elided)
+    }
+
+    /// `schema` with everything below `depth` stubbed. When nothing had to
+    /// be left out, the schema itself comes back (its definitions still
+    /// shared with the full one).
+    pub fn compact(&mut self, schema: &Schema, depth: u32, direction: Direction) -> Compacted {
+        let mut walk = Walk::new(schema, depth, direction);
+        let root = walk.object(&schema.root, 0, true);
+        let mut elided = walk.elided;
+        let mut queue: BinaryHeap<Reverse<(u32, String)>> = walk
+            .needs
+            .into_iter()
+            .map(|(name, level)| Reverse((level, name)))
+            .collect();
+        let mut defs: BTreeMap<String, Arc<Def>> = BTreeMap::new();
+        // Levels only grow along references, so the first time a name is
+        // taken off the queue is the shallowest level it is reached at.
+        while let Some(Reverse((level, name))) = queue.pop() {
+            if defs.contains_key(&name) {
+                continue;
+            }
+            let Some(rendered) = self.render(schema, &name, level, depth, direction) else {
+                continue;
+            };
+            elided |= rendered.elided;
+            for (next, at) in &rendered.needs {
+                if !defs.contains_key(next) {
+                    queue.push(Reverse((*at, next.clone())));
+                }
+            }
+            defs.insert(name, rendered.def.clone());
+        }
+        if !elided {
+            return Compacted {
+                schema: schema.clone(),
+                elided,
+            };
+        }
+        Compacted {
+            schema: Schema {
+                root,
+                defs: defs.into_values().collect(),
+            },
+            elided,
+        }
+    }
+
+    /// Definition `name` of `schema` as seen from `level`, from the cache.
+    fn render(
+        &mut self,
+        schema: &Schema,
+        name: &str,
+        level: u32,
+        depth: u32,
+        direction: Direction,
+    ) -> Option<Arc<Rendered>> {
+        let key = (name.to_string(), level, depth, direction);
+        if let Some(rendered) = self.rendered.get(&key) {
+            return Some(rendered.clone());
+        }
+        let def = schema.def(name)?;
+        let rendered = match def.value.as_object() {
+            Some(map) => {
+                let mut walk = Walk::new(schema, depth, direction);
+                let value = serde_json::Value::Object(walk.object(map, level, true));
+                if walk.elided {
+                    let mut canonical = String::new();
+                    write_canonical_to(&value, &mut canonical);
+                    Rendered {
+                        def: Arc::new(Def::new(def.name.clone(), value, canonical)),
+                        needs: walk.needs.into_iter().collect(),
+                        elided: true,
+                    }
+                } else {
+                    Rendered {
+                        def: shared(schema, name)?,
+                        needs: walk.needs.into_iter().collect(),
+                        elided: false,
+                    }
+                }
+            }
+            None => Rendered {
+                def: shared(schema, name)?,
+                needs: Vec::new(),
+                elided: false,
+            },
+        };
+        let rendered = Arc::new(rendered);
+        self.rendered.insert(key, rendered.clone());
+        Some(rendered)
+    }
+}
+
+/// The full schema's own copy of a definition.
+fn shared(schema: &Schema, name: &str) -> Option<Arc<Def>> {
+    schema
+        .defs
+        .binary_search_by(|def| def.name.as_str().cmp(name))
+        .ok()
+        .and_then(|i| schema.defs.get(i))
+        .cloned()
+}
