@@ -82,13 +82,13 @@ fn definition_report(catalog: &Catalog, budget: usize) -> Vec<String> {
     let mut by_document: BTreeMap<&str, Sizes> = BTreeMap::new();
     for tool in catalog.tools() {
         let sizes = by_document.entry(&tool.document).or_default();
-        let size = tool.definition().to_string().chars().count();
+        let size = tool.definition_size;
         sizes.tools += 1;
         sizes.compacted += usize::from(tool.compaction.is_compacted());
         sizes.output += usize::from(tool.compaction.output_depth.is_some());
         sizes.input += usize::from(tool.compaction.input_depth.is_some());
         sizes.largest = sizes.largest.max(size);
-        sizes.over += usize::from(size > budget);
+        sizes.over += usize::from(!tool.loads_within(budget));
     }
     by_document
         .into_iter()

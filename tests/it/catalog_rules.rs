@@ -1017,3 +1017,166 @@ fn the_shipped_demo_catalog_builds_clean() {
         tags.contains("Order Notes") && tags.contains("Facturación") && tags.contains("billing")
     );
 }
+
+// ---------------------------------------------------------- compaction
+
+/// A document whose one response nests four object levels and whose
+/// request body has a deep optional part.
+fn nested_document() -> Value {
+    let level = |inner: Value| json!({"type": "object", "properties": {"next": inner, "label": {"type": "string"}}});
+    let deep = level(level(level(level(json!({"type": "string"})))));
+    json!({
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/things": {"post": {
+            "operationId": "makeThing",
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["name"],
+                "properties": {"name": {"type": "string"}, "extra": deep.clone()}
+            }}}},
+            "responses": {"200": {"content": {"application/json": {"schema": deep}}}}
+        }}}
+    })
+}
+
+/// How many object levels of `schema` are expanded (a stub ends a level).
+fn expanded_levels(schema: &Value) -> usize {
+    match schema.pointer("/properties/next") {
+        Some(next) if next.get("properties").is_some() => 1 + expanded_levels(next),
+        Some(_) => 1,
+        None => 0,
+    }
+}
+
+#[test]
+fn output_schemas_are_published_to_the_output_depth_the_sidecar_can_change() {
+    let default = build(&[("api.json", nested_document())]);
+    let output = &tool(&default, "make_thing").definition()["outputSchema"];
+    assert_eq!(expanded_levels(output), 3, "{output}");
+    assert_eq!(
+        output.pointer("/properties/next/properties/next/properties/next"),
+        Some(&json!({"type": "object", "description": "[Not expanded here: a nested schema.]"}))
+    );
+    assert_eq!(
+        tool(&default, "make_thing").compaction.output_depth,
+        Some(2)
+    );
+    let deeper = build(&[
+        ("api.json", nested_document()),
+        ("api.sezzlee.json", json!({"outputDepth": 10})),
+    ]);
+    let whole = tool(&deeper, "make_thing");
+    assert_eq!(expanded_levels(&whole.definition()["outputSchema"]), 4);
+    assert_eq!(whole.compaction.output_depth, None);
+    // The operation's own setting wins over the document's.
+    let shallow = build(&[
+        ("api.json", nested_document()),
+        (
+            "api.sezzlee.json",
+            json!({"outputDepth": 10, "tools": {"POST /things": {"outputDepth": 0}}}),
+        ),
+    ]);
+    let shallow = tool(&shallow, "make_thing");
+    assert_eq!(expanded_levels(&shallow.definition()["outputSchema"]), 1);
+    // The published definition is what the version covers.
+    assert_ne!(shallow.version, whole.version);
+    assert_eq!(
+        shallow.version,
+        version_of(&version_source(shallow)),
+        "the version is recomputable from what load_tool shows"
+    );
+    // A sidecar depth that is not an integer from 0 to 64 is refused whole.
+    let refused = build(&[
+        ("api.json", nested_document()),
+        ("api.sezzlee.json", json!({"outputDepth": 100})),
+    ]);
+    assert!(
+        refused
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error && d.message.contains("from 0 to 64")),
+        "{:?}",
+        refused.diagnostics
+    );
+}
+
+/// With a budget the full definition does not fit, the deep optional part
+/// of the input is published as a stub; the full schema still decides the
+/// version, so changing what the stub hides changes it.
+#[test]
+fn an_input_compacted_to_fit_the_budget_keeps_the_full_schema_in_its_version() {
+    let options = sezzlee_catalog::BuildOptions {
+        response_budget: 800,
+        ..Default::default()
+    };
+    let build_small = |document: &Value| {
+        let files = [(
+            "api.json".to_string(),
+            serde_json::to_vec(document).unwrap(),
+        )];
+        Catalog::build_with(&Sources::from_files(files, None), &options)
+    };
+    let document = nested_document();
+    let catalog = build_small(&document);
+    let tool = tool(&catalog, "make_thing");
+    assert!(
+        tool.compaction.input_depth.is_some(),
+        "{:?}",
+        tool.compaction
+    );
+    assert!(tool.loads_within(800), "{}", tool.definition_size);
+    assert_eq!(
+        tool.definition_size,
+        tool.definition().to_string().chars().count()
+    );
+    let published = &tool.definition()["inputSchema"];
+    assert_eq!(published["required"], json!(["name"]));
+    assert!(
+        published.to_string().contains("Accepted as given"),
+        "{published}"
+    );
+    assert_ne!(
+        published,
+        &tool.input_schema.to_value(),
+        "validation keeps the full schema"
+    );
+    assert_eq!(tool.version, version_of(&version_source(tool)));
+
+    // The deepest string of the optional part becomes an integer.
+    let mut changed = document.clone();
+    let deepest = "/paths/~1things/post/requestBody/content/application~1json/schema/properties/extra/properties/next/properties/next/properties/next/properties/next";
+    *changed.pointer_mut(deepest).unwrap() = json!({"type": "integer"});
+    let rebuilt = build_small(&changed);
+    let after = rebuilt.tool("make_thing").unwrap();
+    assert_eq!(after.definition()["inputSchema"], *published);
+    assert_ne!(after.version, tool.version);
+}
+
+#[test]
+fn a_definition_that_cannot_fit_is_warned_about_and_still_published() {
+    let options = sezzlee_catalog::BuildOptions {
+        response_budget: 300,
+        ..Default::default()
+    };
+    let files = [(
+        "api.json".to_string(),
+        serde_json::to_vec(&nested_document()).unwrap(),
+    )];
+    let catalog = Catalog::build_with(&Sources::from_files(files, None), &options);
+    let tool = tool(&catalog, "make_thing");
+    assert!(!tool.loads_within(300));
+    let warning = catalog
+        .diagnostics
+        .iter()
+        .find(|d| d.code == "definition_too_large")
+        .expect("a definition_too_large warning");
+    assert_eq!(warning.severity, Severity::Warning);
+    assert_eq!(warning.pointer, "/paths/~1things/post");
+    assert!(
+        warning
+            .message
+            .contains(&format!("is {} characters", tool.definition_size)),
+        "{}",
+        warning.message
+    );
+}

@@ -1147,10 +1147,21 @@ async fn answers_over_the_budget_are_refused() {
     let cards = gw.search(json!({"limit": 2})).await;
     assert_eq!(cards["results"].as_array().unwrap().len(), 2);
 
+    // create_order does not fit 700 characters even compacted: refused.
     let refused = gw
-        .tool_err("load_tool", json!({"name": "list_orders"}))
+        .tool_err("load_tool", json!({"name": "create_order"}))
         .await;
     assert_eq!(refused["error"], "response_too_large", "{refused}");
+    // list_orders is 1,042 characters at the default depth; published for
+    // this budget, it fits.
+    let compacted = gw
+        .tool_ok("load_tool", json!({"name": "list_orders"}))
+        .await;
+    assert!(compacted.to_string().chars().count() <= 700, "{compacted}");
+    assert!(
+        compacted.to_string().contains("Not expanded here"),
+        "{compacted}"
+    );
     let small = gw
         .tool_ok("load_tool", json!({"name": "add_order_note"}))
         .await;

@@ -6,14 +6,18 @@
 //! versions be computed, since the name is part of what an agent reads.
 
 use super::diagnostics::{Diagnostic, codes};
-use super::draft::{DocumentBuild, Draft, summary};
+use super::draft::{DocumentBuild, Draft, string_chars, summary};
 use super::fingerprint::{CanonicalSink, VersionHasher, write_canonical_to, write_string};
 use super::naming;
-use super::{Catalog, Tool};
+use super::{BuildOptions, Catalog, Tool};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
-pub fn assemble(mut documents: Vec<DocumentBuild>, mut diagnostics: Vec<Diagnostic>) -> Catalog {
+pub fn assemble(
+    mut documents: Vec<DocumentBuild>,
+    mut diagnostics: Vec<Diagnostic>,
+    options: &BuildOptions,
+) -> Catalog {
     for document in &mut documents {
         dedupe_within(document);
     }
@@ -24,7 +28,12 @@ pub fn assemble(mut documents: Vec<DocumentBuild>, mut diagnostics: Vec<Diagnost
     for document in documents {
         diagnostics.extend(document.diagnostics);
         for draft in document.drafts {
-            tools.push(finish(draft, document.file.clone()));
+            let pointer = draft.pointer.clone();
+            let tool = finish(draft, document.file.clone());
+            if let Some(warning) = too_large(&tool, &pointer, options.response_budget) {
+                diagnostics.push(warning);
+            }
+            tools.push(tool);
         }
     }
     Catalog::from_parts(tools, summaries, diagnostics)
@@ -154,8 +163,26 @@ fn dedupe_across(documents: &mut [DocumentBuild]) {
     }
 }
 
+/// A warning for a tool whose definition load_tool would refuse even
+/// compacted: the budget is a promise, and the owner hears when it breaks.
+fn too_large(tool: &Tool, pointer: &str, budget: usize) -> Option<Diagnostic> {
+    let size = tool.definition_size;
+    (!tool.loads_within(budget)).then(|| {
+        Diagnostic::warning(
+            codes::DEFINITION_TOO_LARGE,
+            &tool.document,
+            pointer,
+            format!(
+                "the definition of '{}' is {size} characters even with its optional parts compacted, over the response budget of {budget}: load_tool will refuse it until response_budget is raised",
+                tool.name
+            ),
+        )
+    })
+}
+
 fn finish(draft: Draft, document: std::sync::Arc<str>) -> Tool {
     let version = version_of(&draft);
+    let definition_size = draft.size_besides_name + string_chars(&draft.name);
     Tool {
         name: draft.name,
         description: draft.description,
@@ -163,6 +190,7 @@ fn finish(draft: Draft, document: std::sync::Arc<str>) -> Tool {
         published_input: draft.published_input,
         output_schema: draft.output_schema,
         compaction: draft.compaction,
+        definition_size,
         annotations: draft.annotations,
         version,
         tags: draft.tags,

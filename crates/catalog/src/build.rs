@@ -46,5 +46,5 @@ pub fn build_catalog(sources: &Sources, options: &BuildOptions) -> Catalog {
             options,
         ));
     }
-    assemble::assemble(documents, diagnostics)
+    assemble::assemble(documents, diagnostics, options)
 }

@@ -5,6 +5,7 @@
 
 use super::compact::fit::Compaction;
 use super::diagnostics::Diagnostic;
+use super::fingerprint::{CharCount, write_string};
 use super::revision::Revision;
 use super::schema::Schema;
 use super::sidecar::Policy;
@@ -23,6 +24,9 @@ pub struct Draft {
     /// Full until the draft is fitted, then the published one.
     pub output_schema: Option<Arc<Schema>>,
     pub compaction: Compaction,
+    /// Characters of the published definition other than the name's
+    /// string, known once the draft is fitted.
+    pub size_besides_name: usize,
     pub annotations: Option<Map<String, Value>>,
     pub tags: Vec<String>,
     pub search_terms: Vec<String>,
@@ -66,6 +70,13 @@ pub fn apply_annotations(hints: &mut Map<String, Value>, overrides: &Map<String,
             _ => {}
         }
     }
+}
+
+/// Characters of `text` as a JSON string literal.
+pub fn string_chars(text: &str) -> usize {
+    let mut count = CharCount::default();
+    write_string(text, &mut count);
+    count.0
 }
 
 /// Appends the items of `more` not already in `list`, in order.

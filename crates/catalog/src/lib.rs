@@ -120,6 +120,8 @@ pub struct Tool {
     pub output_schema: Option<Arc<Schema>>,
     /// What was left out of the published schemas.
     pub compaction: Compaction,
+    /// Characters of [`Tool::definition`].
+    pub definition_size: usize,
     pub annotations: Option<Map<String, Value>>,
     pub version: String,
     pub tags: Vec<String>,
@@ -155,6 +157,13 @@ impl Tool {
         }
         out.insert("version".to_string(), json!(self.version));
         Value::Object(out)
+    }
+
+    /// Whether load_tool's answer fits `budget` characters, whatever the
+    /// caller (`,"authUncertain":true` included).
+    pub fn loads_within(&self, budget: usize) -> bool {
+        const AUTH_UNCERTAIN_CHARS: usize = ",\"authUncertain\":true".len();
+        self.definition_size + AUTH_UNCERTAIN_CHARS <= budget
     }
 
     /// The inputSchema agents see.

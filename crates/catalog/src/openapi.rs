@@ -8,7 +8,7 @@
 
 use super::compact::{Compactor, fit};
 use super::diagnostics::{Diagnostic, codes, pointer};
-use super::draft::{DocumentBuild, Draft, apply_annotations, extend_unique};
+use super::draft::{DocumentBuild, Draft, apply_annotations, extend_unique, string_chars};
 use super::input::InputBuilder;
 use super::output::output_schema;
 use super::refs::Resolver;
@@ -199,10 +199,10 @@ pub(crate) fn build_document(
                 container_revision,
             };
             match build_operation(&context, &mut converter, &at, operation) {
-                Ok((mut built, mut notes)) => {
+                Ok((mut built, notes)) => {
                     let depth = output_depth(&context, &at);
                     for draft in &mut built {
-                        publish_within_budget(&mut compactor, draft, depth, &context, &mut notes);
+                        publish_within_budget(&mut compactor, draft, depth, &context);
                     }
                     drafts.append(&mut built);
                     diagnostics.extend(notes);
@@ -240,14 +240,13 @@ fn output_depth(doc: &DocumentContext, at: &OperationAt) -> u32 {
 const BUDGET_ROOM: usize = 256;
 
 /// Compacts a draft's schemas to its output depth, and further if its
-/// definition would not fit the response budget; warns when even the
-/// smallest rung is too large.
+/// definition would not fit the response budget (assembly warns about any
+/// that still does not, once names are final).
 fn publish_within_budget(
     compactor: &mut Compactor,
     draft: &mut Draft,
     depth: u32,
     doc: &DocumentContext,
-    notes: &mut Vec<Diagnostic>,
 ) {
     let budget = doc.options.response_budget;
     let fitted = fit::fit(
@@ -262,20 +261,10 @@ fn publish_within_budget(
         depth,
         budget.saturating_sub(BUDGET_ROOM),
     );
-    if fitted.size > budget.saturating_sub(BUDGET_ROOM) {
-        notes.push(Diagnostic::warning(
-            codes::DEFINITION_TOO_LARGE,
-            &doc.file,
-            &draft.pointer,
-            format!(
-                "the definition of '{}' is {} characters even with its optional parts compacted, over the response budget of {budget}; load_tool will refuse it unless response_budget is raised",
-                draft.name, fitted.size
-            ),
-        ));
-    }
     draft.published_input = fitted.input;
     draft.output_schema = fitted.output;
     draft.compaction = fitted.compaction;
+    draft.size_besides_name = fitted.size.saturating_sub(string_chars(&draft.name));
 }
 
 /// Sidecar keys that name no operation do nothing: say so.
@@ -442,6 +431,7 @@ fn build_operation(
         published_input: None,
         output_schema: output,
         compaction: Default::default(),
+        size_besides_name: 0,
         annotations,
         tags,
         search_terms,

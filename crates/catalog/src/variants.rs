@@ -56,6 +56,7 @@ pub fn variant(
         published_input: None,
         output_schema: base.output_schema.clone(),
         compaction: Default::default(),
+        size_besides_name: 0,
         annotations: (!annotations.is_empty()).then_some(annotations),
         tags,
         search_terms,

@@ -12,6 +12,8 @@
 //! budget is [`fit`].
 
 pub mod fit;
+#[cfg(test)]
+mod tests;
 mod walk;
 
 use crate::fingerprint::write_canonical_to;
@@ -20,6 +22,9 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 use walk::Walk;
+
+/// A depth that keeps everything: the schema is published as converted.
+pub const FULL: u32 = u32::MAX;
 
 /// One definition rendered for one depth at one level, and what its
 /// rendering references in turn.
@@ -84,6 +89,12 @@ impl Compactor {
     /// be left out, the schema itself comes back (its definitions still
     /// shared with the full one).
     pub fn compact(&mut self, schema: &Schema, depth: u32, direction: Direction) -> Compacted {
+        if depth == FULL {
+            return Compacted {
+                schema: schema.clone(),
+                elided: false,
+            };
+        }
         let mut walk = Walk::new(schema, depth, direction);
         let root = walk.object(&schema.root, 0, true);
         let mut elided = walk.elided;

@@ -161,9 +161,9 @@ impl<'s> Walk<'s> {
             Direction::Input => " Accepted as given; checked when the call is made.",
         };
         let note = format!("[Not expanded here: {what}.{consequence}]");
-        let description = match map.get("description").and_then(Value::as_str) {
-            Some(own) if !own.is_empty() => format!("{own} {note}"),
-            _ => note,
+        let description = match description_of(map, LOOK_THROUGH) {
+            Some(own) => format!("{own} {note}"),
+            None => note,
         };
         out.insert("description".to_string(), json!(description));
         Value::Object(out)
@@ -189,12 +189,16 @@ fn opens_levels(map: &Map<String, Value>) -> bool {
     })
 }
 
+/// How far into nested alternatives a stub looks for the names and the
+/// description of what it replaces (`anyOf: [{anyOf: [id, $ref]}, null]`
+/// is how documents write a nullable expandable object).
+const LOOK_THROUGH: u32 = 3;
+
 /// The `$defs` names a node refers to directly or through its
-/// alternatives, each once, in order.
+/// alternatives and array items, each once, in order.
 fn referenced_names(map: &Map<String, Value>) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    let mut add = |node: &Map<String, Value>| {
-        if let Some(name) = node
+    fn collect(map: &Map<String, Value>, depth: u32, names: &mut Vec<String>) {
+        if let Some(name) = map
             .get("$ref")
             .and_then(Value::as_str)
             .and_then(|r| r.strip_prefix(DEFS_PREFIX))
@@ -202,18 +206,33 @@ fn referenced_names(map: &Map<String, Value>) -> Vec<String> {
         {
             names.push(name.to_string());
         }
-    };
-    add(map);
-    for key in ["allOf", "anyOf", "oneOf"] {
-        for item in map
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_object)
-        {
-            add(item);
+        if depth == 0 {
+            return;
+        }
+        let items = map.get("items").and_then(Value::as_object);
+        for item in alternatives(map).chain(items) {
+            collect(item, depth - 1, names);
         }
     }
+    let mut names = Vec::new();
+    collect(map, LOOK_THROUGH, &mut names);
     names
+}
+
+/// The node's own description, else the first one among its alternatives.
+fn description_of(map: &Map<String, Value>, depth: u32) -> Option<&str> {
+    match map.get("description").and_then(Value::as_str) {
+        Some(own) if !own.is_empty() => Some(own),
+        _ if depth == 0 => None,
+        _ => alternatives(map).find_map(|item| description_of(item, depth - 1)),
+    }
+}
+
+/// The subschemas of `allOf`, `anyOf` and `oneOf`, in that order.
+fn alternatives(map: &Map<String, Value>) -> impl Iterator<Item = &Map<String, Value>> {
+    ["allOf", "anyOf", "oneOf"]
+        .into_iter()
+        .filter_map(|key| map.get(key).and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_object)
 }

@@ -1,0 +1,295 @@
+//! Compaction rules on small documents: what each depth keeps, what a stub
+//! says, that a stub never refuses what the full schema accepts, and the
+//! order in which the ladder gives detail up.
+
+use super::fit::{Compaction, Fixed, fit};
+use super::*;
+use crate::refs::Resolver;
+use crate::schema::{Converter, Dialect, Reached};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// `root` converted in `direction`, in a document whose component schemas
+/// are `components`.
+fn schema_of(components: Value, root: Value, direction: Direction) -> Schema {
+    let document = json!({"openapi": "3.1.0", "components": {"schemas": components}});
+    let mut files = BTreeMap::new();
+    files.insert(Arc::<str>::from("api.json"), Arc::new(document));
+    let resolver = Resolver::new(&files);
+    let file: Arc<str> = Arc::from("api.json");
+    let mut converter = Converter::new(&resolver, file.clone(), Dialect::OpenApi31);
+    let mut reached = Reached::new();
+    let converted = converter
+        .convert(&file, &root, direction, &mut reached)
+        .unwrap();
+    let Value::Object(root) = converted else {
+        panic!("not an object: {converted}")
+    };
+    converter.finish(root, reached, direction).unwrap()
+}
+
+fn compacted(schema: &Schema, depth: u32, direction: Direction) -> Value {
+    Compactor::default()
+        .compact(schema, depth, direction)
+        .schema
+        .to_value()
+}
+
+/// A response whose `a` holds `A`, which holds `B` twice (a member and
+/// array items), which holds two more levels of inline objects.
+fn nested_output() -> Schema {
+    schema_of(
+        json!({
+            "A": {"type": "object", "properties": {
+                "b": {"$ref": "#/components/schemas/B"},
+                "list": {"type": "array", "items": {"$ref": "#/components/schemas/B"}},
+                "tags": {"type": "array", "items": {"type": "string"}}
+            }},
+            "B": {"type": "object", "description": "A bee.", "properties": {
+                "name": {"type": "string", "enum": ["x", "y"]},
+                "c": {"type": "object", "description": "Deeper.", "properties": {
+                    "d": {"type": "object", "properties": {"e": {"type": "string"}}}
+                }}
+            }}
+        }),
+        json!({"type": "object", "properties": {"a": {"$ref": "#/components/schemas/A"}}}),
+        Direction::Output,
+    )
+}
+
+#[test]
+fn levels_count_members_not_references_items_or_alternatives() {
+    let schema = nested_output();
+    // Depth 2: `a` (1) → A; `b` and the items of `list` (2) → B; B's members
+    // (3) keep scalars and stub what opens another level.
+    let two = compacted(&schema, 2, Direction::Output);
+    assert_eq!(
+        two["$defs"]["B"]["properties"]["c"],
+        json!({"type": "object", "description": "Deeper. [Not expanded here: a nested schema.]"})
+    );
+    assert_eq!(
+        two["$defs"]["B"]["properties"]["name"],
+        json!({"type": "string", "enum": ["x", "y"]})
+    );
+    assert_eq!(two["$defs"]["A"], schema.def("A").unwrap().value);
+    // Depth 1: A is kept, B is named where it was.
+    let one = compacted(&schema, 1, Direction::Output);
+    assert_eq!(
+        one["$defs"]["A"]["properties"]["b"],
+        json!({"type": "object", "description": "[Not expanded here: schema `B`.]"})
+    );
+    assert_eq!(
+        one["$defs"]["A"]["properties"]["list"],
+        json!({"type": "array", "description": "[Not expanded here: schema `B`.]"})
+    );
+    assert_eq!(
+        one["$defs"]["A"]["properties"]["tags"],
+        json!({"type": "array", "items": {"type": "string"}}),
+        "an array of scalars opens no level"
+    );
+    let names: Vec<&String> = one["$defs"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["A"], "B is reached only through stubs");
+    // Depth 0: only the response's own members.
+    let zero = compacted(&schema, 0, Direction::Output);
+    assert_eq!(
+        zero,
+        json!({"type": "object", "properties": {"a": {"type": "object", "description": "[Not expanded here: schema `A`.]"}}})
+    );
+}
+
+#[test]
+fn nothing_left_out_gives_back_the_same_schema_and_its_shared_definitions() {
+    let schema = nested_output();
+    let mut compactor = Compactor::default();
+    // `d`, the deepest object, sits at level 4.
+    let kept = compactor.compact(&schema, 4, Direction::Output);
+    assert!(compactor.compact(&schema, 3, Direction::Output).elided);
+    assert!(!kept.elided);
+    assert_eq!(kept.schema.to_value(), schema.to_value());
+    assert!(
+        kept.schema
+            .defs
+            .iter()
+            .zip(&schema.defs)
+            .all(|(a, b)| Arc::ptr_eq(a, b))
+    );
+    let full = compactor.compact(&schema, FULL, Direction::Output);
+    assert!(!full.elided);
+    // Rendered definitions are shared between the schemas that reach them.
+    let other = schema_of(
+        json!({"A": {"type": "object", "properties": {"deep": {"type": "object", "properties": {"x": {"type": "object", "properties": {}}}}}}}),
+        json!({"type": "object", "properties": {"first": {"$ref": "#/components/schemas/A"}, "second": {"$ref": "#/components/schemas/A"}}}),
+        Direction::Output,
+    );
+    let one = compactor.compact(&other, 1, Direction::Output);
+    let again = compactor.compact(&other, 1, Direction::Output);
+    assert_eq!(one.schema.defs.len(), 1, "A once, however often it is used");
+    assert!(Arc::ptr_eq(&one.schema.defs[0], &again.schema.defs[0]));
+}
+
+#[test]
+fn input_never_elides_the_top_level_or_required_members() {
+    let schema = schema_of(
+        json!({"Order": {"type": "object", "required": ["must"], "properties": {
+            "must": {"type": "object", "properties": {
+                "x": {"type": "object", "properties": {"y": {"type": "string"}}}
+            }},
+            "may": {"type": "object", "properties": {"z": {"type": "string"}}}
+        }}}),
+        json!({"type": "object", "required": ["body"], "properties": {
+            "body": {"$ref": "#/components/schemas/Order"},
+            "note": {"type": "object", "properties": {"text": {"type": "string"}}}
+        }}),
+        Direction::Input,
+    );
+    let zero = compacted(&schema, 0, Direction::Input);
+    let stub = |what: &str| json!({"type": "object", "description": format!("[Not expanded here: {what}. Accepted as given; checked when the call is made.]")});
+    assert_eq!(zero["properties"]["body"], json!({"$ref": "#/$defs/Order"}));
+    assert_eq!(zero["properties"]["note"], stub("a nested schema"));
+    let order = &zero["$defs"]["Order"]["properties"];
+    assert_eq!(order["may"], stub("a nested schema"));
+    assert_eq!(order["must"]["properties"]["x"], stub("a nested schema"));
+    assert_eq!(zero["required"], json!(["body"]));
+}
+
+#[test]
+fn a_stub_names_what_it_replaces_through_nullable_alternatives() {
+    let schema = schema_of(
+        json!({"Customer": {"type": "object", "properties": {"id": {"type": "string"}}}}),
+        json!({"type": "object", "properties": {"owner": {"type": "object", "properties": {
+            "customer": {"anyOf": [
+                {"anyOf": [{"type": "string"}, {"$ref": "#/components/schemas/Customer"}],
+                 "description": "The customer, or its ID."},
+                {"type": "null"}
+            ]}
+        }}}}),
+        Direction::Output,
+    );
+    let one = compacted(&schema, 1, Direction::Output);
+    assert_eq!(
+        one["properties"]["owner"]["properties"]["customer"],
+        json!({"description": "The customer, or its ID. [Not expanded here: schema `Customer`.]"})
+    );
+}
+
+/// Every instance the full schema accepts, the compacted one accepts, at
+/// every depth.
+#[test]
+fn a_compacted_schema_accepts_everything_the_full_one_accepts() {
+    let schema = nested_output();
+    let full = jsonschema::validator_for(&schema.to_value()).unwrap();
+    let instances = [
+        json!({}),
+        json!({"a": {"b": {"name": "x", "c": {"d": {"e": "deep"}}}}}),
+        json!({"a": {"list": [{"name": "y"}, {"c": {}}], "tags": ["t"]}}),
+    ];
+    for depth in 0..4 {
+        let published = compacted(&schema, depth, Direction::Output);
+        let relaxed = jsonschema::validator_for(&published).unwrap();
+        for instance in &instances {
+            assert!(full.is_valid(instance), "{instance}");
+            assert!(relaxed.is_valid(instance), "depth {depth}: {instance}");
+        }
+    }
+}
+
+#[test]
+fn chars_counts_the_rendering_exactly() {
+    let schema = schema_of(
+        json!({"Ü": {"type": "object", "description": "naïve \"quoted\" — ok", "properties": {"x": {"type": "object", "properties": {"y": {"type": "string"}}}}}}),
+        json!({"type": "object", "properties": {"a": {"$ref": "#/components/schemas/Ü"}}}),
+        Direction::Output,
+    );
+    for depth in [0, 1, FULL] {
+        let published = Compactor::default()
+            .compact(&schema, depth, Direction::Output)
+            .schema;
+        assert_eq!(
+            published.chars(),
+            published.to_value().to_string().chars().count(),
+            "depth {depth}"
+        );
+    }
+    assert_eq!(Schema::default().chars(), 2);
+}
+
+/// The definition `fit` measured, rendered as load_tool renders it.
+fn rendered(fixed: &Fixed, input: &Schema, output: Option<&Schema>) -> usize {
+    let mut definition = serde_json::Map::new();
+    definition.insert("name".into(), json!(fixed.name));
+    definition.insert("description".into(), json!(fixed.description));
+    definition.insert("inputSchema".into(), input.to_value());
+    if let Some(output) = output {
+        definition.insert("outputSchema".into(), output.to_value());
+    }
+    definition.insert("version".into(), json!("0123456789abcdef"));
+    Value::Object(definition).to_string().chars().count()
+}
+
+#[test]
+fn the_ladder_gives_up_output_depth_then_optional_input_then_the_last_level() {
+    let output = Arc::new(nested_output());
+    let input = schema_of(
+        json!({"Big": {"type": "object", "properties": {
+            "opt": {"type": "object", "properties": {"more": {"type": "object", "properties": {"x": {"type": "string", "description": "padding padding padding padding padding padding"}}}}}
+        }}}),
+        json!({"type": "object", "properties": {"body": {"$ref": "#/components/schemas/Big"}}}),
+        Direction::Input,
+    );
+    let fixed = Fixed {
+        name: "get_thing",
+        description: "Gets the thing.",
+        annotations: None,
+    };
+    let at = |target: usize| {
+        fit(
+            &mut Compactor::default(),
+            &fixed,
+            &input,
+            Some(&output),
+            2,
+            target,
+        )
+    };
+    // Room for everything: the output at its depth, the input whole.
+    let roomy = at(usize::MAX);
+    assert_eq!(
+        roomy.compaction,
+        Compaction {
+            output_depth: Some(2),
+            input_depth: None
+        }
+    );
+    assert!(roomy.input.is_none());
+    assert_eq!(
+        roomy.size,
+        rendered(&fixed, &input, roomy.output.as_deref())
+    );
+    // Just too little: the output goes to depth 1 first.
+    let smaller = at(roomy.size - 1);
+    assert_eq!(smaller.compaction.output_depth, Some(1));
+    assert_eq!(smaller.compaction.input_depth, None);
+    // Less: the optional input is cut next, the output stays at 1.
+    let less = at(smaller.size - 1);
+    assert_eq!(less.compaction.output_depth, Some(1));
+    assert!(less.compaction.input_depth.is_some());
+    let published_input = less.input.as_ref().unwrap();
+    assert_eq!(
+        less.size,
+        rendered(&fixed, published_input, less.output.as_deref())
+    );
+    // Nothing fits: the smallest rung, and its true size.
+    let tiny = at(10);
+    assert_eq!(
+        tiny.compaction,
+        Compaction {
+            output_depth: Some(0),
+            input_depth: Some(0)
+        }
+    );
+    assert!(tiny.size > 10);
+    assert_eq!(
+        tiny.size,
+        rendered(&fixed, tiny.input.as_ref().unwrap(), tiny.output.as_deref())
+    );
+}
