@@ -1,7 +1,8 @@
 //! The recording backend the invoke tests call: a real HTTP server on
 //! `127.0.0.1:0` that keeps every request exactly as it arrived and answers
 //! by path (JSON, text, 201, 204, a redirect, binary, large, slow, any
-//! status; `{"ok": true}` for every other path).
+//! status; `{"ok": true}` for every other path), or with one JSON body a
+//! test sets for every path.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -62,18 +63,30 @@ pub struct Backend {
     /// `http://127.0.0.1:PORT`
     pub base: String,
     log: Log,
+    canned: Canned,
 }
+
+/// A JSON body every path answers with instead of its own, when set.
+type Canned = Arc<Mutex<Option<String>>>;
 
 impl Backend {
     pub async fn start() -> Backend {
         let log: Log = Arc::default();
+        let canned: Canned = Arc::default();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let app = axum::Router::new()
-            .fallback(record_and_answer)
-            .with_state((log.clone(), base.clone()));
+        let app = axum::Router::new().fallback(record_and_answer).with_state((
+            log.clone(),
+            base.clone(),
+            canned.clone(),
+        ));
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Backend { base, log }
+        Backend { base, log, canned }
+    }
+
+    /// From now on every path answers 200 with this JSON body.
+    pub fn answer_every_path_with(&self, body: &Value) {
+        *self.canned.lock().unwrap() = Some(body.to_string());
     }
 
     pub fn count(&self) -> usize {
@@ -98,7 +111,10 @@ impl Backend {
     }
 }
 
-async fn record_and_answer(State((log, base)): State<(Log, String)>, request: Request) -> Response {
+async fn record_and_answer(
+    State((log, base, canned)): State<(Log, String, Canned)>,
+    request: Request,
+) -> Response {
     let (parts, body) = request.into_parts();
     let target = parts
         .uri
@@ -127,7 +143,11 @@ async fn record_and_answer(State((log, base)): State<(Log, String)>, request: Re
     };
     let path = recorded.path().to_string();
     log.lock().unwrap().push(recorded);
-    answer(&path, &base).await
+    let canned = canned.lock().unwrap().clone();
+    match canned {
+        Some(body) => with_headers(200, &[("content-type", "application/json")], body),
+        None => answer(&path, &base).await,
+    }
 }
 
 pub fn with_headers(

@@ -4,10 +4,10 @@
 //! Every outputSchema is published at the operation's output depth (the
 //! sidecar's, else the build default). When the definition still does not
 //! fit, a ladder gives up detail in a fixed order, so the same document
-//! always publishes the same definitions: the output depth first (down to
-//! 1), then the optional deep parts of the input (its depth from
-//! [`INPUT_START`] down to 0; required members and the top level are never
-//! elided), then the output's last level. The first rung that fits wins;
+//! always publishes the same definitions: the output depth first (from
+//! [`LADDER_START`] or less down to 1), then the optional deep parts of the
+//! input (its depth from [`LADDER_START`] down to 0; required members and
+//! the top level are never elided), then the output's last level. The first rung that fits wins;
 //! when none does, the smallest is published and the caller is told how
 //! large it still is.
 
@@ -17,8 +17,9 @@ use crate::schema::{Direction, Schema};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
-/// The deepest input depth the ladder tries first.
-pub const INPUT_START: u32 = 8;
+/// The deepest depth the ladder tries after the configured one, for the
+/// output and then for the input.
+pub const LADDER_START: u32 = 8;
 
 /// Characters of `"version":"0123456789abcdef"` plus its comma.
 const VERSION_CHARS: usize = ",\"version\":\"\"".len() + 16;
@@ -65,12 +66,14 @@ pub fn fit(
     target: usize,
 ) -> Fitted {
     let fixed_chars = fixed_chars(fixed);
-    let mut rungs: Vec<(u32, Option<u32>)> = (output_depth.min(1)..=output_depth)
-        .rev()
-        .map(|depth| (depth, None))
-        .collect();
+    let mut rungs: Vec<(u32, Option<u32>)> = vec![(output_depth, None)];
     rungs.extend(
-        (0..=INPUT_START)
+        (1..output_depth.min(LADDER_START + 1))
+            .rev()
+            .map(|depth| (depth, None)),
+    );
+    rungs.extend(
+        (0..=LADDER_START)
             .rev()
             .map(|depth| (output_depth.min(1), Some(depth))),
     );
