@@ -1147,13 +1147,8 @@ async fn answers_over_the_budget_are_refused() {
     let cards = gw.search(json!({"limit": 2})).await;
     assert_eq!(cards["results"].as_array().unwrap().len(), 2);
 
-    // create_order does not fit 700 characters even compacted: refused.
-    let refused = gw
-        .tool_err("load_tool", json!({"name": "create_order"}))
-        .await;
-    assert_eq!(refused["error"], "response_too_large", "{refused}");
-    // list_orders is 1,042 characters at the default depth; published for
-    // this budget, it fits.
+    // At 700 characters every definition is published to fit: list_orders
+    // (1,042 characters at the default depth) loads compacted.
     let compacted = gw
         .tool_ok("load_tool", json!({"name": "list_orders"}))
         .await;
@@ -1162,7 +1157,15 @@ async fn answers_over_the_budget_are_refused() {
         compacted.to_string().contains("Not expanded here"),
         "{compacted}"
     );
-    let small = gw
+    // At 500, create_order (644 characters at its smallest) cannot fit:
+    // refused, while a smaller definition still loads.
+    let tighter = TestGateway::start(&shipped_catalogs(), |s| s.response_budget = 500).await;
+    let refused = tighter
+        .tool_err("load_tool", json!({"name": "create_order"}))
+        .await;
+    assert_eq!(refused["error"], "response_too_large", "{refused}");
+    assert_eq!(refused["size"], 644, "{refused}");
+    let small = tighter
         .tool_ok("load_tool", json!({"name": "add_order_note"}))
         .await;
     assert_eq!(small["name"], "add_order_note");

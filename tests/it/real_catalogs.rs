@@ -372,6 +372,19 @@ fn check_tool(
             checked,
         );
     }
+    // Calls are validated against the full inputSchema when the published
+    // one was compacted: it must be as sound.
+    if tool.published_input.is_some() {
+        check_schema(
+            document,
+            &tool.name,
+            "inputSchema (full, for validation)",
+            &tool.input_schema.to_value(),
+            compile,
+            problems,
+            checked,
+        );
+    }
 }
 
 fn check_schema(
@@ -390,7 +403,9 @@ fn check_schema(
             schema.get("type")
         ));
     }
-    if which == "inputSchema" && schema.get("additionalProperties") != Some(&Value::Bool(false)) {
+    if which.starts_with("inputSchema")
+        && schema.get("additionalProperties") != Some(&Value::Bool(false))
+    {
         report(format!(
             "root additionalProperties is {:?}, not false",
             schema.get("additionalProperties")

@@ -7,11 +7,14 @@
 //! always publishes the same definitions: the output depth first (from
 //! [`LADDER_START`] or less down to 1), then the optional deep parts of the
 //! input (its depth from [`LADDER_START`] down to 0; required members and
-//! the top level are never elided), then the output's last level. The first rung that fits wins;
+//! the top level are never elided), then the output's last level, and
+//! last the text of both: `examples`, then descriptions past 120
+//! characters (and the longest patterns and enums), then every
+//! description. The first rung that fits wins;
 //! when none does, the smallest is published and the caller is told how
 //! large it still is.
 
-use super::Compactor;
+use super::{Compactor, Cut, Text};
 use crate::fingerprint::{CanonicalSink, CharCount, write_canonical_object, write_string};
 use crate::schema::{Direction, Schema};
 use serde_json::{Map, Value};
@@ -31,11 +34,14 @@ pub struct Compaction {
     pub output_depth: Option<u32>,
     /// The depth the inputSchema was cut at, when anything was cut.
     pub input_depth: Option<u32>,
+    /// Text left out of both schemas (examples, long descriptions), when
+    /// cutting depths was not enough.
+    pub text: Option<Text>,
 }
 
 impl Compaction {
     pub fn is_compacted(&self) -> bool {
-        self.output_depth.is_some() || self.input_depth.is_some()
+        self.output_depth.is_some() || self.input_depth.is_some() || self.text.is_some()
     }
 }
 
@@ -66,38 +72,44 @@ pub fn fit(
     target: usize,
 ) -> Fitted {
     let fixed_chars = fixed_chars(fixed);
-    let mut rungs: Vec<(u32, Option<u32>)> = vec![(output_depth, None)];
+    let whole = |depth| Cut::depth(depth);
+    let mut rungs: Vec<(Cut, Option<Cut>)> = vec![(whole(output_depth), None)];
     rungs.extend(
         (1..output_depth.min(LADDER_START + 1))
             .rev()
-            .map(|depth| (depth, None)),
+            .map(|depth| (whole(depth), None)),
     );
     rungs.extend(
         (0..=LADDER_START)
             .rev()
-            .map(|depth| (output_depth.min(1), Some(depth))),
+            .map(|depth| (whole(output_depth.min(1)), Some(whole(depth)))),
     );
-    rungs.push((0, Some(0)));
+    rungs.push((whole(0), Some(whole(0))));
+    for text in [Text::NoExamples, Text::Short, Text::Bare] {
+        let cut = Cut { depth: 0, text };
+        rungs.push((cut, Some(cut)));
+    }
     let mut best: Option<Fitted> = None;
-    for (out_depth, in_depth) in rungs {
+    for (out_cut, in_cut) in rungs {
         let (published_output, output_cut) = match output {
             Some(schema) => {
-                let (published, elided) = compactor.compact_shared(schema, out_depth);
-                (Some(published), elided.then_some(out_depth))
+                let (published, elided) = compactor.compact_shared(schema, out_cut);
+                (Some(published), elided.then_some(out_cut.depth))
             }
             None => (None, None),
         };
-        let (published_input, input_cut) = match in_depth {
-            Some(depth) => {
-                let compacted = compactor.compact(input, depth, Direction::Input);
+        let (published_input, input_cut) = match in_cut {
+            Some(cut) => {
+                let compacted = compactor.compact(input, cut, Direction::Input);
                 if compacted.elided {
-                    (Some(compacted.schema), Some(depth))
+                    (Some(compacted.schema), Some(cut.depth))
                 } else {
                     (None, None)
                 }
             }
             None => (None, None),
         };
+        let text = (out_cut.text != Text::Whole).then_some(out_cut.text);
         let size = fixed_chars
             + "\"inputSchema\":".len()
             + published_input.as_ref().unwrap_or(input).chars()
@@ -110,6 +122,7 @@ pub fn fit(
             compaction: Compaction {
                 output_depth: output_cut,
                 input_depth: input_cut,
+                text,
             },
             size,
         };

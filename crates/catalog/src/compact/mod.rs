@@ -21,6 +21,7 @@ use crate::schema::{Def, Direction, Schema};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
+pub use walk::Text;
 use walk::Walk;
 
 /// A depth that keeps everything: the schema is published as converted.
@@ -31,6 +32,8 @@ pub const FULL: u32 = u32::MAX;
 struct Rendered {
     def: Arc<Def>,
     needs: Vec<(String, u32)>,
+    /// Definitions it references only below the depth.
+    stubbed: Vec<String>,
     elided: bool,
 }
 
@@ -44,11 +47,30 @@ pub struct Compacted {
 /// between its tools.
 #[derive(Default)]
 pub struct Compactor {
-    rendered: HashMap<(String, u32, u32, Direction), Arc<Rendered>>,
+    rendered: HashMap<(String, u32, Cut, Direction), Arc<Rendered>>,
     /// Output schemas compacted so far, by the address of the full one
     /// (kept alive here, so an address is never reused) and depth: the
     /// variants of an operation share one published outputSchema.
-    outputs: HashMap<(usize, u32), SharedOutput>,
+    outputs: HashMap<(usize, Cut), SharedOutput>,
+    /// Stub definitions, shared like rendered ones.
+    stubs: HashMap<(String, Text, Direction), Arc<Def>>,
+}
+
+/// How far a schema is compacted: its depth and how much text it keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cut {
+    pub depth: u32,
+    pub text: Text,
+}
+
+impl Cut {
+    /// Everything down to `depth`, all text kept.
+    pub fn depth(depth: u32) -> Cut {
+        Cut {
+            depth,
+            text: Text::Whole,
+        }
+    }
 }
 
 /// One output schema compacted to one depth.
@@ -63,12 +85,12 @@ impl Compactor {
     /// An output schema compacted to `depth`, shared with every tool that
     /// publishes the same output at the same depth; `true` when anything
     /// was left out.
-    pub fn compact_shared(&mut self, output: &Arc<Schema>, depth: u32) -> (Arc<Schema>, bool) {
-        let key = (Arc::as_ptr(output) as usize, depth);
+    pub fn compact_shared(&mut self, output: &Arc<Schema>, cut: Cut) -> (Arc<Schema>, bool) {
+        let key = (Arc::as_ptr(output) as usize, cut);
         if let Some(shared) = self.outputs.get(&key) {
             return (shared.published.clone(), shared.elided);
         }
-        let compacted = self.compact(output, depth, Direction::Output);
+        let compacted = self.compact(output, cut, Direction::Output);
         let published = if compacted.elided {
             Arc::new(compacted.schema)
         } else {
@@ -85,19 +107,22 @@ impl Compactor {
         (published, compacted.elided)
     }
 
-    /// `schema` with everything below `depth` stubbed. When nothing had to
-    /// be left out, the schema itself comes back (its definitions still
-    /// shared with the full one).
-    pub fn compact(&mut self, schema: &Schema, depth: u32, direction: Direction) -> Compacted {
-        if depth == FULL {
+    /// `schema` with everything below the cut's depth stubbed (and its
+    /// text trimmed as the cut says). When nothing had to be left out, the
+    /// schema itself comes back (its definitions still shared with the
+    /// full one).
+    pub fn compact(&mut self, schema: &Schema, cut: Cut, direction: Direction) -> Compacted {
+        if cut == Cut::depth(FULL) {
             return Compacted {
                 schema: schema.clone(),
                 elided: false,
             };
         }
-        let mut walk = Walk::new(schema, depth, direction);
+        let mut walk = Walk::new(schema, cut.depth, cut.text, direction);
         let root = walk.object(&schema.root, 0, true);
         let mut elided = walk.elided;
+        let mut stubbed = std::mem::take(&mut walk.stubbed);
+        let stub_walk = Walk::new(schema, cut.depth, cut.text, direction);
         let mut queue: BinaryHeap<Reverse<(u32, String)>> = walk
             .needs
             .into_iter()
@@ -110,16 +135,24 @@ impl Compactor {
             if defs.contains_key(&name) {
                 continue;
             }
-            let Some(rendered) = self.render(schema, &name, level, depth, direction) else {
+            let Some(rendered) = self.render(schema, &name, level, cut, direction) else {
                 continue;
             };
             elided |= rendered.elided;
+            stubbed.extend(rendered.stubbed.iter().cloned());
             for (next, at) in &rendered.needs {
                 if !defs.contains_key(next) {
                     queue.push(Reverse((*at, next.clone())));
                 }
             }
             defs.insert(name, rendered.def.clone());
+        }
+        // Referenced only below the depth: one stub definition each.
+        for name in stubbed {
+            if let std::collections::btree_map::Entry::Vacant(slot) = defs.entry(name) {
+                let def = self.stub_definition(&stub_walk, slot.key());
+                slot.insert(def);
+            }
         }
         if !elided {
             return Compacted {
@@ -142,17 +175,17 @@ impl Compactor {
         schema: &Schema,
         name: &str,
         level: u32,
-        depth: u32,
+        cut: Cut,
         direction: Direction,
     ) -> Option<Arc<Rendered>> {
-        let key = (name.to_string(), level, depth, direction);
+        let key = (name.to_string(), level, cut, direction);
         if let Some(rendered) = self.rendered.get(&key) {
             return Some(rendered.clone());
         }
         let def = schema.def(name)?;
         let rendered = match def.value.as_object() {
             Some(map) => {
-                let mut walk = Walk::new(schema, depth, direction);
+                let mut walk = Walk::new(schema, cut.depth, cut.text, direction);
                 let value = serde_json::Value::Object(walk.object(map, level, true));
                 if walk.elided {
                     let mut canonical = String::new();
@@ -160,12 +193,14 @@ impl Compactor {
                     Rendered {
                         def: Arc::new(Def::new(def.name.clone(), value, canonical)),
                         needs: walk.needs.into_iter().collect(),
+                        stubbed: walk.stubbed.into_iter().collect(),
                         elided: true,
                     }
                 } else {
                     Rendered {
                         def: shared(schema, name)?,
                         needs: walk.needs.into_iter().collect(),
+                        stubbed: Vec::new(),
                         elided: false,
                     }
                 }
@@ -173,12 +208,30 @@ impl Compactor {
             None => Rendered {
                 def: shared(schema, name)?,
                 needs: Vec::new(),
+                stubbed: Vec::new(),
                 elided: false,
             },
         };
         let rendered = Arc::new(rendered);
         self.rendered.insert(key, rendered.clone());
         Some(rendered)
+    }
+}
+
+impl Compactor {
+    /// The stub published for definition `name` (see
+    /// [`Walk::stub_definition`]), from the cache.
+    fn stub_definition(&mut self, walk: &Walk, name: &str) -> Arc<Def> {
+        let key = (name.to_string(), walk.text, walk.direction);
+        self.stubs
+            .entry(key)
+            .or_insert_with(|| {
+                let value = walk.stub_definition(name);
+                let mut canonical = String::new();
+                write_canonical_to(&value, &mut canonical);
+                Arc::new(Def::new(name.to_string(), value, canonical))
+            })
+            .clone()
     }
 }
 

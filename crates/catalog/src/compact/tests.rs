@@ -30,7 +30,7 @@ fn schema_of(components: Value, root: Value, direction: Direction) -> Schema {
 
 fn compacted(schema: &Schema, depth: u32, direction: Direction) -> Value {
     Compactor::default()
-        .compact(schema, depth, direction)
+        .compact(schema, Cut::depth(depth), direction)
         .schema
         .to_value()
 }
@@ -72,11 +72,16 @@ fn levels_count_members_not_references_items_or_alternatives() {
         json!({"type": "string", "enum": ["x", "y"]})
     );
     assert_eq!(two["$defs"]["A"], schema.def("A").unwrap().value);
-    // Depth 1: A is kept, B is named where it was.
+    // Depth 1: A is kept; B, reached only below the depth, is published
+    // once as a stub definition that its references share.
     let one = compacted(&schema, 1, Direction::Output);
     assert_eq!(
         one["$defs"]["A"]["properties"]["b"],
-        json!({"type": "object", "description": "[Not expanded here: schema `B`.]"})
+        json!({"$ref": "#/$defs/B"})
+    );
+    assert_eq!(
+        one["$defs"]["B"],
+        json!({"type": "object", "description": "A bee. [Not expanded here: schema `B`.]"})
     );
     assert_eq!(
         one["$defs"]["A"]["properties"]["list"],
@@ -87,13 +92,41 @@ fn levels_count_members_not_references_items_or_alternatives() {
         json!({"type": "array", "items": {"type": "string"}}),
         "an array of scalars opens no level"
     );
-    let names: Vec<&String> = one["$defs"].as_object().unwrap().keys().collect();
-    assert_eq!(names, ["A"], "B is reached only through stubs");
     // Depth 0: only the response's own members.
     let zero = compacted(&schema, 0, Direction::Output);
     assert_eq!(
         zero,
-        json!({"type": "object", "properties": {"a": {"type": "object", "description": "[Not expanded here: schema `A`.]"}}})
+        json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/A"}},
+            "$defs": {"A": {"type": "object", "description": "[Not expanded here: schema `A`.]"}}
+        })
+    );
+}
+
+#[test]
+fn a_definition_expanded_anywhere_serves_its_deeper_references_too() {
+    // `shallow` reaches C at level 1 (expanded), `deep` at level 3.
+    let schema = schema_of(
+        json!({"C": {"type": "object", "properties": {"x": {"type": "string"}, "inner": {"type": "object", "properties": {"y": {"type": "string"}}}}}}),
+        json!({"type": "object", "properties": {
+            "shallow": {"$ref": "#/components/schemas/C"},
+            "deep": {"type": "object", "properties": {"more": {"type": "object", "properties": {
+                "c": {"$ref": "#/components/schemas/C"}
+            }}}}
+        }}),
+        Direction::Output,
+    );
+    let published = compacted(&schema, 2, Direction::Output);
+    assert_eq!(
+        published["properties"]["deep"]["properties"]["more"]["properties"]["c"],
+        json!({"$ref": "#/$defs/C"}),
+        "below the depth, the reference stays"
+    );
+    assert_eq!(
+        published["$defs"]["C"],
+        schema.def("C").unwrap().value,
+        "and points at the expanded C, not a stub"
     );
 }
 
@@ -102,8 +135,12 @@ fn nothing_left_out_gives_back_the_same_schema_and_its_shared_definitions() {
     let schema = nested_output();
     let mut compactor = Compactor::default();
     // `d`, the deepest object, sits at level 4.
-    let kept = compactor.compact(&schema, 4, Direction::Output);
-    assert!(compactor.compact(&schema, 3, Direction::Output).elided);
+    let kept = compactor.compact(&schema, Cut::depth(4), Direction::Output);
+    assert!(
+        compactor
+            .compact(&schema, Cut::depth(3), Direction::Output)
+            .elided
+    );
     assert!(!kept.elided);
     assert_eq!(kept.schema.to_value(), schema.to_value());
     assert!(
@@ -113,7 +150,7 @@ fn nothing_left_out_gives_back_the_same_schema_and_its_shared_definitions() {
             .zip(&schema.defs)
             .all(|(a, b)| Arc::ptr_eq(a, b))
     );
-    let full = compactor.compact(&schema, FULL, Direction::Output);
+    let full = compactor.compact(&schema, Cut::depth(FULL), Direction::Output);
     assert!(!full.elided);
     // Rendered definitions are shared between the schemas that reach them.
     let other = schema_of(
@@ -121,8 +158,8 @@ fn nothing_left_out_gives_back_the_same_schema_and_its_shared_definitions() {
         json!({"type": "object", "properties": {"first": {"$ref": "#/components/schemas/A"}, "second": {"$ref": "#/components/schemas/A"}}}),
         Direction::Output,
     );
-    let one = compactor.compact(&other, 1, Direction::Output);
-    let again = compactor.compact(&other, 1, Direction::Output);
+    let one = compactor.compact(&other, Cut::depth(1), Direction::Output);
+    let again = compactor.compact(&other, Cut::depth(1), Direction::Output);
     assert_eq!(one.schema.defs.len(), 1, "A once, however often it is used");
     assert!(Arc::ptr_eq(&one.schema.defs[0], &again.schema.defs[0]));
 }
@@ -202,7 +239,7 @@ fn chars_counts_the_rendering_exactly() {
     );
     for depth in [0, 1, FULL] {
         let published = Compactor::default()
-            .compact(&schema, depth, Direction::Output)
+            .compact(&schema, Cut::depth(depth), Direction::Output)
             .schema;
         assert_eq!(
             published.chars(),
@@ -257,7 +294,8 @@ fn the_ladder_gives_up_output_depth_then_optional_input_then_the_last_level() {
         roomy.compaction,
         Compaction {
             output_depth: Some(2),
-            input_depth: None
+            input_depth: None,
+            text: None,
         }
     );
     assert!(roomy.input.is_none());
@@ -278,13 +316,15 @@ fn the_ladder_gives_up_output_depth_then_optional_input_then_the_last_level() {
         less.size,
         rendered(&fixed, published_input, less.output.as_deref())
     );
-    // Nothing fits: the smallest rung, and its true size.
+    // Nothing fits: the smallest rung (the first of equal size: trimming
+    // text finds nothing long here), and its true size.
     let tiny = at(10);
     assert_eq!(
         tiny.compaction,
         Compaction {
             output_depth: Some(0),
-            input_depth: Some(0)
+            input_depth: Some(0),
+            text: None,
         }
     );
     assert!(tiny.size > 10);
@@ -292,4 +332,70 @@ fn the_ladder_gives_up_output_depth_then_optional_input_then_the_last_level() {
         tiny.size,
         rendered(&fixed, tiny.input.as_ref().unwrap(), tiny.output.as_deref())
     );
+}
+
+#[test]
+fn text_goes_last_examples_first_then_long_descriptions() {
+    let long = "First sentence of a long description, which goes on. ".repeat(6);
+    let schema = schema_of(
+        json!({}),
+        json!({"type": "object", "description": long, "properties": {
+            "a": {"type": "string", "description": "short", "example": "x"}
+        }}),
+        Direction::Output,
+    );
+    let cut =
+        |text| Compactor::default().compact(&schema, Cut { depth: 0, text }, Direction::Output);
+    let whole = cut(Text::Whole);
+    assert!(!whole.elided);
+    let no_examples = cut(Text::NoExamples);
+    assert!(no_examples.elided);
+    assert_eq!(
+        no_examples.schema.to_value()["properties"]["a"],
+        json!({"type": "string", "description": "short"})
+    );
+    let short = cut(Text::Short).schema.to_value();
+    assert_eq!(
+        short["description"],
+        "First sentence of a long description, which goes on."
+    );
+    assert_eq!(short["properties"]["a"]["description"], "short");
+}
+
+#[test]
+fn the_last_text_rungs_leave_long_constraints_to_the_full_check_then_drop_descriptions() {
+    let fonts: Vec<String> = (0..60).map(|i| format!("font{i}")).collect();
+    let pattern = format!("^({})$", fonts.join("|"));
+    let schema = schema_of(
+        json!({}),
+        json!({"type": "object", "properties": {
+            "font": {"type": "string", "enum": fonts, "description": "The font."},
+            "code": {"type": "string", "pattern": pattern, "description": ""}
+        }}),
+        Direction::Input,
+    );
+    let cut = |text| {
+        Compactor::default()
+            .compact(&schema, Cut { depth: 0, text }, Direction::Input)
+            .schema
+            .to_value()
+    };
+    let short = cut(Text::Short);
+    assert_eq!(
+        short["properties"]["font"],
+        json!({"type": "string", "description": "The font. [One of 60 values, e.g. \"font0\", \"font1\", \"font2\", \"font3\", \"font4\", …; checked when the call is made.]"})
+    );
+    assert_eq!(short["properties"]["code"], json!({"type": "string"}));
+    let bare = cut(Text::Bare);
+    assert_eq!(
+        bare["properties"]["font"],
+        json!({"type": "string", "description": "[One of 60 values, e.g. \"font0\", \"font1\", \"font2\", \"font3\", \"font4\", …; checked when the call is made.]"})
+    );
+    // Still a relaxation: what the full schema accepts, both accept.
+    let full = jsonschema::validator_for(&schema.to_value()).unwrap();
+    for published in [&short, &bare] {
+        let relaxed = jsonschema::validator_for(published).unwrap();
+        let value = json!({"font": "font42", "code": "font7"});
+        assert!(full.is_valid(&value) && relaxed.is_valid(&value));
+    }
 }

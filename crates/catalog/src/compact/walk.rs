@@ -11,11 +11,14 @@
 //! it would open further levels. A stub accepts every value the full
 //! schema accepts: it keeps at most the node's `type` (or the referenced
 //! schema's) and its description, so the published schema is a relaxation
-//! of the full one.
+//! of the full one. As a last resort a walk also trims text ([`Text`]):
+//! `examples` go, then long descriptions are cut and the longest patterns
+//! and enums are left to the full schema's check; the published schema
+//! stays a relaxation.
 
 use crate::schema::{Direction, Schema};
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The prefix every converted `$ref` carries.
 const DEFS_PREFIX: &str = "#/$defs/";
@@ -23,26 +26,58 @@ const DEFS_PREFIX: &str = "#/$defs/";
 /// Referenced schemas named in a stub's description, at most.
 const NAMED_IN_STUB: usize = 3;
 
+/// How much of a schema's text a walk keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Text {
+    Whole,
+    /// `examples` left out.
+    NoExamples,
+    /// `examples` left out, every description cut to
+    /// [`SHORT_DESCRIPTION`] characters (empty ones dropped), and the
+    /// longest constraints (patterns past that length, enums past
+    /// [`LONG_ENUM`] values) left to the full schema's check.
+    Short,
+    /// As `Short`, and no descriptions at all but the notes of stubs: the
+    /// member names and types of an object with hundreds of members.
+    Bare,
+}
+
+/// The longest description (and `pattern`) kept by [`Text::Short`], in
+/// characters.
+pub const SHORT_DESCRIPTION: usize = 120;
+
+/// An `enum` longer than this is replaced by [`Text::Short`] with a
+/// description showing its first [`ENUM_SHOWN`] values.
+const LONG_ENUM: usize = 50;
+const ENUM_SHOWN: usize = 5;
+
 /// One node walk: the rules, plus what the walk found it needs.
 pub struct Walk<'s> {
     /// The full schema, for the `$defs` a `$ref` names.
     pub schema: &'s Schema,
     pub depth: u32,
+    pub text: Text,
     pub direction: Direction,
     /// Definitions the kept parts reference, each at the shallowest level
     /// it was reached.
     pub needs: BTreeMap<String, u32>,
+    /// Definitions referenced only below the depth: published as a stub
+    /// definition (unless they are expanded anyway), so a schema used by
+    /// many members says once what was left out.
+    pub stubbed: BTreeSet<String>,
     /// Whether anything was replaced by a stub.
     pub elided: bool,
 }
 
 impl<'s> Walk<'s> {
-    pub fn new(schema: &'s Schema, depth: u32, direction: Direction) -> Self {
+    pub fn new(schema: &'s Schema, depth: u32, text: Text, direction: Direction) -> Self {
         Walk {
             schema,
             depth,
+            text,
             direction,
             needs: BTreeMap::new(),
+            stubbed: BTreeSet::new(),
             elided: false,
         }
     }
@@ -64,6 +99,7 @@ impl<'s> Walk<'s> {
             .map(|names| names.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let mut out = Map::with_capacity(map.len());
+        let mut long_enum: Option<&Vec<Value>> = None;
         for (key, value) in map {
             let kept = match (key.as_str(), value) {
                 ("$ref", Value::String(reference)) => {
@@ -105,9 +141,57 @@ impl<'s> Walk<'s> {
                     | "contentSchema",
                     _,
                 ) => self.node(value, level, required_value),
+                ("examples", _) if self.text >= Text::NoExamples => {
+                    self.elided = true;
+                    continue;
+                }
+                ("description", _) if self.text == Text::Bare => {
+                    self.elided = true;
+                    continue;
+                }
+                ("description", Value::String(text)) if self.text == Text::Short => {
+                    match shortened(text) {
+                        Some(short) => {
+                            self.elided = true;
+                            Value::String(short)
+                        }
+                        None if text.is_empty() => continue,
+                        None => value.clone(),
+                    }
+                }
+                ("pattern", Value::String(pattern))
+                    if self.text >= Text::Short && pattern.chars().count() > SHORT_DESCRIPTION =>
+                {
+                    self.elided = true;
+                    continue;
+                }
+                ("enum", Value::Array(values))
+                    if self.text >= Text::Short && values.len() > LONG_ENUM =>
+                {
+                    self.elided = true;
+                    long_enum = Some(values);
+                    continue;
+                }
                 _ => value.clone(),
             };
             out.insert(key.clone(), kept);
+        }
+        if let Some(values) = long_enum {
+            let shown: Vec<String> = values
+                .iter()
+                .take(ENUM_SHOWN)
+                .map(|v| v.to_string())
+                .collect();
+            let note = format!(
+                "[One of {} values, e.g. {}, …; checked when the call is made.]",
+                values.len(),
+                shown.join(", ")
+            );
+            let description = match out.get("description").and_then(Value::as_str) {
+                Some(own) => format!("{own} {note}"),
+                None => note,
+            };
+            out.insert("description".to_string(), json!(description));
         }
         out
     }
@@ -120,9 +204,66 @@ impl<'s> Walk<'s> {
         let protected = required && self.direction == Direction::Input;
         if level > self.depth && !protected && opens_levels(map) {
             self.elided = true;
+            if let Some(name) = plain_reference(map) {
+                self.stubbed.insert(name.to_string());
+                return Value::Object(self.annotations(map));
+            }
             return self.stub(map);
         }
         Value::Object(self.object(map, level, required))
+    }
+
+    /// A plain reference kept as it is, its text trimmed as the walk says.
+    fn annotations(&mut self, map: &Map<String, Value>) -> Map<String, Value> {
+        let mut out = Map::new();
+        for (key, value) in map {
+            match (key.as_str(), value) {
+                ("examples", _) if self.text >= Text::NoExamples => {}
+                ("description", _) if self.text == Text::Bare => {}
+                ("description", Value::String(text)) if self.text == Text::Short => {
+                    if let Some(short) = shortened(text) {
+                        out.insert(key.clone(), Value::String(short));
+                    } else if !text.is_empty() {
+                        out.insert(key.clone(), value.clone());
+                    }
+                }
+                _ => {
+                    out.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The stand-in published for definition `name` when it is reached
+    /// only below the depth: its type, the start of its description, and
+    /// what was left out.
+    pub fn stub_definition(&self, name: &str) -> Value {
+        let mut out = Map::new();
+        let def = self.schema.def(name).and_then(|def| def.value.as_object());
+        if let Some(kind) = def.and_then(|def| def.get("type")) {
+            out.insert("type".to_string(), kind.clone());
+        }
+        let own = def
+            .and_then(|def| description_of(def, LOOK_THROUGH))
+            .filter(|_| self.text != Text::Bare)
+            .map(|own| shortened(own).unwrap_or_else(|| own.to_string()));
+        let note = self.note(&format!("schema `{name}`"));
+        let description = match own {
+            Some(own) => format!("{own} {note}"),
+            None => note,
+        };
+        out.insert("description".to_string(), json!(description));
+        Value::Object(out)
+    }
+
+    /// `[Not expanded here: …]`, with what input stubs promise.
+    fn note(&self, what: &str) -> String {
+        let consequence = match self.direction {
+            Direction::Output => "",
+            Direction::Input => " Accepted as given; checked when the call is made.",
+        };
+        format!("[Not expanded here: {what}.{consequence}]")
     }
 
     fn need(&mut self, name: &str, level: u32) {
@@ -156,12 +297,13 @@ impl<'s> Walk<'s> {
             }
             format!("schema {list}")
         };
-        let consequence = match self.direction {
-            Direction::Output => "",
-            Direction::Input => " Accepted as given; checked when the call is made.",
-        };
-        let note = format!("[Not expanded here: {what}.{consequence}]");
-        let description = match description_of(map, LOOK_THROUGH) {
+        let note = self.note(&what);
+        let own = description_of(map, LOOK_THROUGH).and_then(|own| match self.text {
+            Text::Bare => None,
+            Text::Short => Some(shortened(own).unwrap_or_else(|| own.to_string())),
+            _ => Some(own.to_string()),
+        });
+        let description = match own {
             Some(own) => format!("{own} {note}"),
             None => note,
         };
@@ -187,6 +329,42 @@ fn opens_levels(map: &Map<String, Value>) -> bool {
             .is_some_and(|items| items.iter().filter_map(Value::as_object).any(opens_levels)),
         _ => false,
     })
+}
+
+/// The definition a node names when it is nothing but a reference (plus
+/// annotations such as its description).
+fn plain_reference(map: &Map<String, Value>) -> Option<&str> {
+    const ANNOTATIONS: [&str; 7] = [
+        "$ref",
+        "description",
+        "title",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "examples",
+    ];
+    if !map.keys().all(|key| ANNOTATIONS.contains(&key.as_str())) {
+        return None;
+    }
+    map.get("$ref")?.as_str()?.strip_prefix(DEFS_PREFIX)
+}
+
+/// `text` cut to at most [`SHORT_DESCRIPTION`] characters: at the end of
+/// its first sentence when that comes early enough, else at a word
+/// boundary, with `…`; `None` when it is short already.
+fn shortened(text: &str) -> Option<String> {
+    if text.chars().count() <= SHORT_DESCRIPTION {
+        return None;
+    }
+    let head: String = text.chars().take(SHORT_DESCRIPTION - 1).collect();
+    if let Some(end) = head.find(". ").filter(|&end| end >= SHORT_DESCRIPTION / 3) {
+        return Some(head[..=end].to_string());
+    }
+    let cut = head
+        .rfind(char::is_whitespace)
+        .filter(|&at| at >= SHORT_DESCRIPTION / 2)
+        .unwrap_or(head.len());
+    Some(format!("{}…", head[..cut].trim_end()))
 }
 
 /// How far into nested alternatives a stub looks for the names and the
