@@ -68,7 +68,8 @@ pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
 }
 
 /// Per document, one line: its tools, how many definitions were compacted
-/// (output, input) and the largest definition against the budget.
+/// (output, input, text trimmed when any) and the largest definition
+/// against the budget.
 fn definition_report(catalog: &Catalog, budget: usize) -> Vec<String> {
     #[derive(Default)]
     struct Sizes {
@@ -76,6 +77,7 @@ fn definition_report(catalog: &Catalog, budget: usize) -> Vec<String> {
         compacted: usize,
         output: usize,
         input: usize,
+        text: usize,
         largest: usize,
         over: usize,
     }
@@ -87,6 +89,7 @@ fn definition_report(catalog: &Catalog, budget: usize) -> Vec<String> {
         sizes.compacted += usize::from(tool.compaction.is_compacted());
         sizes.output += usize::from(tool.compaction.output_depth.is_some());
         sizes.input += usize::from(tool.compaction.input_depth.is_some());
+        sizes.text += usize::from(tool.compaction.text.is_some());
         sizes.largest = sizes.largest.max(size);
         sizes.over += usize::from(!tool.loads_within(budget));
     }
@@ -98,8 +101,13 @@ fn definition_report(catalog: &Catalog, budget: usize) -> Vec<String> {
             } else {
                 String::new()
             };
+            let text = if s.text > 0 {
+                format!("; {} with text trimmed", s.text)
+            } else {
+                String::new()
+            };
             format!(
-                "{document}: {} tools, {} compacted ({} output, {} input), largest definition {} characters{over}",
+                "{document}: {} tools, {} compacted ({} output, {} input{text}), largest definition {} characters{over}",
                 s.tools, s.compacted, s.output, s.input, s.largest
             )
         })

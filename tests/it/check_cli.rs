@@ -502,3 +502,53 @@ fn search_quality_on_the_real_catalogs_holds_its_floor() {
         }
     }
 }
+
+/// The per-document report: Stripe compacted at the default budget, the
+/// largest definition within it; at a budget too small for its largest
+/// definitions, the tools that cannot fit are counted and warned about
+/// (warnings only: exit 0).
+#[test]
+fn check_reports_compaction_and_warns_about_definitions_over_the_budget() {
+    const STRIPE: &str = "stripe.com_stripe_2025-10-15.json";
+    let dir = folder(&[STRIPE]);
+    let output = check(dir.path(), false);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|line| line.starts_with(&format!("{STRIPE}: ")))
+        .unwrap_or_else(|| panic!("a report line for Stripe: {stderr}"));
+    let numbers: Vec<usize> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    // "…json: 452 tools, N compacted (O output, I input), largest definition S characters"
+    let [.., tools, compacted, output_cut, input_cut, largest] = numbers[..] else {
+        panic!("unexpected report line: {line}");
+    };
+    assert_eq!(tools, 452, "{line}");
+    assert!(compacted >= output_cut && output_cut > 300, "{line}");
+    assert!(input_cut > 0, "{line}");
+    assert!(largest <= 60_000 && largest > 50_000, "{line}");
+    assert!(!stderr.contains("definition_too_large"), "{stderr}");
+
+    let mut command = crate::support::sezzlee_binary(None);
+    let tight = command
+        .arg("check")
+        .arg(dir.path())
+        .args(["--response-budget", "1000"])
+        .output()
+        .expect("run sezzlee");
+    let stderr = text(&tight.stderr);
+    assert_eq!(tight.status.code(), Some(0), "{stderr}");
+    let warned = stderr.matches("warning[definition_too_large]").count();
+    assert!(warned > 0, "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|line| line.starts_with(&format!("{STRIPE}: ")))
+        .unwrap();
+    assert!(
+        line.ends_with(&format!("{warned} over the budget of 1000")),
+        "{line}"
+    );
+}
