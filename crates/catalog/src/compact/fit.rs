@@ -89,6 +89,18 @@ pub fn fit(
         let cut = Cut { depth: 0, text };
         rungs.push((cut, Some(cut)));
     }
+    let full_input_chars = input.chars();
+    // Rungs often publish the same output; its size is counted once.
+    let mut counted: Vec<(Arc<Schema>, usize)> = Vec::new();
+    let mut output_chars =
+        |schema: &Arc<Schema>| match counted.iter().find(|(seen, _)| Arc::ptr_eq(seen, schema)) {
+            Some((_, chars)) => *chars,
+            None => {
+                let chars = schema.chars();
+                counted.push((schema.clone(), chars));
+                chars
+            }
+        };
     let mut best: Option<Fitted> = None;
     for (out_cut, in_cut) in rungs {
         let (published_output, output_cut) = match output {
@@ -112,10 +124,12 @@ pub fn fit(
         let text = (out_cut.text != Text::Whole).then_some(out_cut.text);
         let size = fixed_chars
             + "\"inputSchema\":".len()
-            + published_input.as_ref().unwrap_or(input).chars()
+            + published_input
+                .as_ref()
+                .map_or(full_input_chars, Schema::chars)
             + published_output
                 .as_ref()
-                .map_or(0, |s| ",\"outputSchema\":".len() + s.chars());
+                .map_or(0, |s| ",\"outputSchema\":".len() + output_chars(s));
         let candidate = Fitted {
             input: published_input,
             output: published_output,

@@ -31,9 +31,9 @@ pub const FULL: u32 = u32::MAX;
 /// rendering references in turn.
 struct Rendered {
     def: Arc<Def>,
-    needs: Vec<(String, u32)>,
+    needs: Vec<(Arc<Def>, u32)>,
     /// Definitions it references only below the depth.
-    stubbed: Vec<String>,
+    stubbed: Vec<Arc<Def>>,
     elided: bool,
 }
 
@@ -47,13 +47,14 @@ pub struct Compacted {
 /// between its tools.
 #[derive(Default)]
 pub struct Compactor {
-    rendered: HashMap<(String, u32, Cut, Direction), Arc<Rendered>>,
+    /// Keyed by the full definition's address (see [`address`]).
+    rendered: HashMap<(usize, u32, Cut, Direction), Arc<Rendered>>,
     /// Output schemas compacted so far, by the address of the full one
     /// (kept alive here, so an address is never reused) and depth: the
     /// variants of an operation share one published outputSchema.
     outputs: HashMap<(usize, Cut), SharedOutput>,
     /// Stub definitions, shared like rendered ones.
-    stubs: HashMap<(String, Text, Direction), Arc<Def>>,
+    stubs: HashMap<(usize, Text, Direction), Arc<Def>>,
 }
 
 /// How far a schema is compacted: its depth and how much text it keeps.
@@ -121,38 +122,37 @@ impl Compactor {
         let mut walk = Walk::new(schema, cut.depth, cut.text, direction);
         let root = walk.object(&schema.root, 0, true);
         let mut elided = walk.elided;
-        let mut stubbed = std::mem::take(&mut walk.stubbed);
-        let stub_walk = Walk::new(schema, cut.depth, cut.text, direction);
-        let mut queue: BinaryHeap<Reverse<(u32, String)>> = walk
-            .needs
-            .into_iter()
-            .map(|(name, level)| Reverse((level, name)))
-            .collect();
-        let mut defs: BTreeMap<String, Arc<Def>> = BTreeMap::new();
-        // Levels only grow along references, so the first time a name is
-        // taken off the queue is the shallowest level it is reached at.
-        while let Some(Reverse((level, name))) = queue.pop() {
-            if defs.contains_key(&name) {
+        let mut stubbed = resolved(schema, std::mem::take(&mut walk.stubbed));
+        // Definitions are told apart by address: every tool of a document
+        // shares the converter's one `Arc` per definition, and no name is
+        // copied on this path, which runs for every tool.
+        let mut queue: BinaryHeap<Reverse<(u32, usize)>> = BinaryHeap::new();
+        let mut known: HashMap<usize, Arc<Def>> = HashMap::new();
+        for (def, level) in resolved_needs(schema, walk.needs) {
+            queue.push(Reverse((level, address(&def))));
+            known.insert(address(&def), def);
+        }
+        let mut published: HashMap<usize, Arc<Def>> = HashMap::new();
+        // Levels only grow along references, so the first time a definition
+        // is taken off the queue is the shallowest level it is reached at.
+        while let Some(Reverse((level, at))) = queue.pop() {
+            if published.contains_key(&at) {
                 continue;
             }
-            let Some(rendered) = self.render(schema, &name, level, cut, direction) else {
+            let Some(def) = known.get(&at).cloned() else {
                 continue;
             };
+            let rendered = self.render(schema, &def, level, cut, direction);
             elided |= rendered.elided;
             stubbed.extend(rendered.stubbed.iter().cloned());
-            for (next, at) in &rendered.needs {
-                if !defs.contains_key(next) {
-                    queue.push(Reverse((*at, next.clone())));
+            for (next, next_level) in &rendered.needs {
+                let next_at = address(next);
+                if !published.contains_key(&next_at) {
+                    queue.push(Reverse((*next_level, next_at)));
+                    known.entry(next_at).or_insert_with(|| next.clone());
                 }
             }
-            defs.insert(name, rendered.def.clone());
-        }
-        // Referenced only below the depth: one stub definition each.
-        for name in stubbed {
-            if let std::collections::btree_map::Entry::Vacant(slot) = defs.entry(name) {
-                let def = self.stub_definition(&stub_walk, slot.key());
-                slot.insert(def);
-            }
+            published.insert(at, rendered.def.clone());
         }
         if !elided {
             return Compacted {
@@ -160,53 +160,60 @@ impl Compactor {
                 elided,
             };
         }
+        // Referenced only below the depth: one stub definition each.
+        let stub_walk = Walk::new(schema, cut.depth, cut.text, direction);
+        for def in stubbed {
+            if let std::collections::hash_map::Entry::Vacant(slot) = published.entry(address(&def))
+            {
+                slot.insert(self.stub_definition(&stub_walk, &def));
+            }
+        }
+        let mut defs: Vec<Arc<Def>> = published.into_values().collect();
+        defs.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         Compacted {
-            schema: Schema {
-                root,
-                defs: defs.into_values().collect(),
-            },
+            schema: Schema { root, defs },
             elided,
         }
     }
 
-    /// Definition `name` of `schema` as seen from `level`, from the cache.
+    /// Definition `def` of `schema` as seen from `level`, from the cache.
     fn render(
         &mut self,
         schema: &Schema,
-        name: &str,
+        def: &Arc<Def>,
         level: u32,
         cut: Cut,
         direction: Direction,
-    ) -> Option<Arc<Rendered>> {
-        let key = (name.to_string(), level, cut, direction);
+    ) -> Arc<Rendered> {
+        let key = (address(def), level, cut, direction);
         if let Some(rendered) = self.rendered.get(&key) {
-            return Some(rendered.clone());
+            return rendered.clone();
         }
-        let def = schema.def(name)?;
         let rendered = match def.value.as_object() {
             Some(map) => {
                 let mut walk = Walk::new(schema, cut.depth, cut.text, direction);
                 let value = serde_json::Value::Object(walk.object(map, level, true));
+                let needs = resolved_needs(schema, walk.needs);
                 if walk.elided {
                     let mut canonical = String::new();
                     write_canonical_to(&value, &mut canonical);
                     Rendered {
                         def: Arc::new(Def::new(def.name.clone(), value, canonical)),
-                        needs: walk.needs.into_iter().collect(),
-                        stubbed: walk.stubbed.into_iter().collect(),
+                        needs,
+                        stubbed: resolved(schema, walk.stubbed),
                         elided: true,
                     }
                 } else {
                     Rendered {
-                        def: shared(schema, name)?,
-                        needs: walk.needs.into_iter().collect(),
+                        def: def.clone(),
+                        needs,
                         stubbed: Vec::new(),
                         elided: false,
                     }
                 }
             }
             None => Rendered {
-                def: shared(schema, name)?,
+                def: def.clone(),
                 needs: Vec::new(),
                 stubbed: Vec::new(),
                 elided: false,
@@ -214,25 +221,48 @@ impl Compactor {
         };
         let rendered = Arc::new(rendered);
         self.rendered.insert(key, rendered.clone());
-        Some(rendered)
+        rendered
     }
 }
 
 impl Compactor {
     /// The stub published for definition `name` (see
     /// [`Walk::stub_definition`]), from the cache.
-    fn stub_definition(&mut self, walk: &Walk, name: &str) -> Arc<Def> {
-        let key = (name.to_string(), walk.text, walk.direction);
+    fn stub_definition(&mut self, walk: &Walk, def: &Arc<Def>) -> Arc<Def> {
+        let key = (address(def), walk.text, walk.direction);
         self.stubs
             .entry(key)
             .or_insert_with(|| {
-                let value = walk.stub_definition(name);
+                let value = walk.stub_definition(&def.name);
                 let mut canonical = String::new();
                 write_canonical_to(&value, &mut canonical);
-                Arc::new(Def::new(name.to_string(), value, canonical))
+                Arc::new(Def::new(def.name.clone(), value, canonical))
             })
             .clone()
     }
+}
+
+/// A definition's identity while a document builds: the document's
+/// converter holds one `Arc` per definition for the whole build, longer
+/// than its compactor lives, so an address is never reused meanwhile.
+fn address(def: &Arc<Def>) -> usize {
+    Arc::as_ptr(def) as usize
+}
+
+/// The full schema's own copies of definitions named by a walk.
+fn resolved(schema: &Schema, names: impl IntoIterator<Item = String>) -> Vec<Arc<Def>> {
+    names
+        .into_iter()
+        .filter_map(|name| shared(schema, &name))
+        .collect()
+}
+
+/// [`resolved`], with the level each was reached at.
+fn resolved_needs(schema: &Schema, needs: BTreeMap<String, u32>) -> Vec<(Arc<Def>, u32)> {
+    needs
+        .into_iter()
+        .filter_map(|(name, level)| Some((shared(schema, &name)?, level)))
+        .collect()
 }
 
 /// The full schema's own copy of a definition.
