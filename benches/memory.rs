@@ -1,0 +1,219 @@
+//! Where a served catalog's bytes go, and how much a rebuild adds: the
+//! breakdown issue 15 asks for, measured with a counting allocator (every
+//! byte the process asks for, live at each step), beside the process RSS.
+//!
+//! Steps, on the vendored corpus or the folder `SEZZLEE_CORPUS` names: the
+//! sources as the gateway keeps them for reloads (file bytes' parses), the
+//! built catalog, and inside it the search index (measured by building a
+//! second one from the same tools), the schema definitions (value trees,
+//! measured by cloning each distinct one; their canonical JSON, by
+//! capacity), the schema roots, and the rest (names, descriptions,
+//! dispatch data, diagnostics); then the per-catalog serving data
+//! (`Prepared`: cards, tags, rules). Last, a rebuild while the first
+//! catalog is served: the allocator's peak over the steady state.
+//!
+//! Run with `cargo bench --bench memory` (a single pass, no criterion:
+//! it measures bytes, not time).
+
+use serde_json::Value;
+use sezzlee_catalog::schema::Def;
+use sezzlee_catalog::search::{SearchFields, SearchIndex};
+use sezzlee_catalog::{Catalog, Schema, Sources};
+use sezzlee_gateway::tools::Prepared;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+#[path = "../tests/it/corpus.rs"]
+mod corpus;
+
+/// The system allocator, counting live bytes and their high-water mark.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(now, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > layout.size() {
+            let grown = new_size - layout.size();
+            let now = LIVE.fetch_add(grown, Ordering::Relaxed) + grown;
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        } else {
+            LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// Bytes `step` leaves allocated, and what it returns.
+fn measured<T>(step: impl FnOnce() -> T) -> (T, usize) {
+    let before = live();
+    let value = step();
+    (value, live().saturating_sub(before))
+}
+
+fn rss_kib() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("VmRSS:"))
+                .and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn mib(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// Every distinct definition and schema root the tools hold.
+fn schemas(catalog: &Catalog) -> (Vec<Arc<Def>>, Vec<&Schema>) {
+    let mut defs: HashMap<usize, Arc<Def>> = HashMap::new();
+    let mut roots: HashMap<usize, &Schema> = HashMap::new();
+    for tool in catalog.tools() {
+        let mut schemas = vec![&tool.input_schema];
+        schemas.extend(tool.published_input.as_ref());
+        schemas.extend(tool.output_schema.as_deref());
+        for schema in schemas {
+            roots.insert(schema as *const Schema as usize, schema);
+            for def in &schema.defs {
+                defs.insert(Arc::as_ptr(def) as usize, def.clone());
+            }
+        }
+    }
+    (defs.into_values().collect(), roots.into_values().collect())
+}
+
+fn main() {
+    let corpus = corpus::selected();
+    let dir = corpus.dir.clone();
+    println!("corpus: {} ({})", dir.display(), corpus.origin);
+    let baseline = live();
+    let (sources, sources_bytes) =
+        measured(|| Sources::scan(&dir, None).expect("the corpus folder is readable"));
+    PEAK.store(live(), Ordering::Relaxed);
+    let (catalog, catalog_bytes) = measured(|| Catalog::build(&sources));
+    let build_peak = PEAK.load(Ordering::Relaxed).saturating_sub(baseline);
+    let tools = catalog.tools().len();
+
+    let (second_index, index_bytes) = measured(|| {
+        SearchIndex::build(catalog.tools().iter().map(|tool| {
+            SearchFields {
+                name: &tool.name,
+                description: &tool.description,
+                search_terms: &tool.search_terms,
+                route: &tool.route,
+                argument_names: tool
+                    .input_schema
+                    .properties()
+                    .map(|props| props.keys().map(String::as_str).collect())
+                    .unwrap_or_default(),
+                tags: &tool.tags,
+                document: &tool.document,
+            }
+        }))
+    });
+    drop(second_index);
+
+    let (defs, roots) = schemas(&catalog);
+    let canonical_bytes: usize = defs.iter().map(|def| def.canonical.capacity()).sum();
+    let (copies, def_value_bytes) = measured(|| {
+        defs.iter()
+            .map(|def| def.value.clone())
+            .collect::<Vec<Value>>()
+    });
+    drop(copies);
+    let (copies, root_bytes) = measured(|| {
+        roots
+            .iter()
+            .map(|schema| schema.root.clone())
+            .collect::<Vec<_>>()
+    });
+    drop(copies);
+    let (copies, input_root_bytes) = measured(|| {
+        catalog
+            .tools()
+            .iter()
+            .map(|tool| tool.input_schema.root.clone())
+            .collect::<Vec<_>>()
+    });
+    drop(copies);
+    let distinct_output_roots = {
+        let mut seen = std::collections::HashSet::new();
+        for tool in catalog.tools() {
+            if let Some(output) = &tool.output_schema {
+                seen.insert(Value::Object(output.root.clone()).to_string());
+            }
+        }
+        seen.len()
+    };
+    let output_schemas = catalog
+        .tools()
+        .iter()
+        .filter(|tool| tool.output_schema.is_some())
+        .count();
+    let distinct_defs = defs.len();
+    drop(defs);
+
+    let (prepared, prepared_bytes) = measured(|| Prepared::new(&catalog));
+    let steady = live().saturating_sub(baseline);
+    let steady_rss = rss_kib();
+
+    // A rebuild while the first catalog is served, as a reload does.
+    PEAK.store(live(), Ordering::Relaxed);
+    let rebuilt = Catalog::build(&sources);
+    let rebuilt_prepared = Prepared::new(&rebuilt);
+    let rebuild_peak = PEAK.load(Ordering::Relaxed).saturating_sub(baseline);
+    drop((rebuilt, rebuilt_prepared));
+
+    let rest =
+        catalog_bytes.saturating_sub(index_bytes + def_value_bytes + canonical_bytes + root_bytes);
+    println!(
+        "{tools} tools, {} documents, {distinct_defs} distinct definitions",
+        catalog.documents.len()
+    );
+    println!("| part | bytes | per tool |");
+    println!("|---|---|---|");
+    let row = |part: &str, bytes: usize| {
+        println!("| {part} | {} | {} B |", mib(bytes), bytes / tools.max(1));
+    };
+    row("sources (parsed documents kept for reloads)", sources_bytes);
+    row("catalog, all", catalog_bytes);
+    row("  search index", index_bytes);
+    row("  definitions: value trees", def_value_bytes);
+    row("  definitions: canonical JSON", canonical_bytes);
+    row("  schema roots", root_bytes);
+    row("    of which full input roots", input_root_bytes);
+    row("  the rest (text, dispatch, diagnostics)", rest);
+    row("serving data (cards, tags, rules)", prepared_bytes);
+    row("steady total (allocated)", steady);
+    row("peak while building", build_peak);
+    row("peak while rebuilding beside it", rebuild_peak);
+    println!("{output_schemas} outputSchemas, {distinct_output_roots} distinct output roots");
+    println!(
+        "process RSS at steady state: {}; rebuild peak ÷ steady (allocated): {:.2}",
+        mib(steady_rss * 1024),
+        rebuild_peak as f64 / steady.max(1) as f64
+    );
+    drop((prepared, catalog, sources));
+}
