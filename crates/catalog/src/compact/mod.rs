@@ -55,6 +55,10 @@ pub struct Compactor {
     outputs: HashMap<(usize, Cut), SharedOutput>,
     /// Stub definitions, shared like rendered ones.
     stubs: HashMap<(usize, Text, Direction), Arc<Def>>,
+    /// Published outputs by content (canonical root and the addresses of
+    /// its definitions, which are shared): operations that return the same
+    /// type publish one schema, not a copy each.
+    interned: HashMap<(String, Vec<usize>), Arc<Schema>>,
 }
 
 /// How far a schema is compacted: its depth and how much text it keeps.
@@ -92,11 +96,11 @@ impl Compactor {
             return (shared.published.clone(), shared.elided);
         }
         let compacted = self.compact(output, cut, Direction::Output);
-        let published = if compacted.elided {
+        let published = self.intern(if compacted.elided {
             Arc::new(compacted.schema)
         } else {
             output.clone()
-        };
+        });
         self.outputs.insert(
             key,
             SharedOutput {
@@ -106,6 +110,14 @@ impl Compactor {
             },
         );
         (published, compacted.elided)
+    }
+
+    /// The schema already published with the same content, else this one.
+    fn intern(&mut self, schema: Arc<Schema>) -> Arc<Schema> {
+        let mut root = String::new();
+        crate::fingerprint::write_canonical_object(&schema.root, &mut root);
+        let defs = schema.defs.iter().map(address).collect();
+        self.interned.entry((root, defs)).or_insert(schema).clone()
     }
 
     /// `schema` with everything below the cut's depth stubbed (and its
