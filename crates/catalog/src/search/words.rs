@@ -15,12 +15,15 @@ use unicode_normalization::char::is_combining_mark;
 /// of a query whatever its length.
 pub const MAX_KEYWORDS: usize = 32;
 
-/// Function words that say nothing about an operation. Sorted.
+/// Function words that say nothing about an operation, and the filler an
+/// agent's sentence carries ("can you please…", "I need…", "for them").
+/// Sorted.
 pub(super) const STOPWORDS: &[&str] = &[
-    "a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "by", "do", "does", "for",
-    "from", "how", "i", "in", "into", "is", "it", "its", "my", "of", "on", "or", "our", "some",
-    "that", "the", "their", "these", "this", "those", "to", "via", "we", "what", "which", "with",
-    "you", "your",
+    "a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "by", "can", "could", "do",
+    "does", "for", "from", "he", "her", "him", "his", "how", "i", "im", "in", "into", "is", "it",
+    "its", "just", "let", "me", "my", "need", "of", "on", "or", "our", "please", "she", "so",
+    "some", "that", "the", "their", "them", "these", "they", "this", "those", "to", "us", "via",
+    "want", "we", "what", "which", "with", "would", "you", "your",
 ];
 
 /// Words that ask for the same thing, compared by singular form: per entry,
@@ -266,6 +269,16 @@ mod tests {
             strings(&["get", "http", "response"])
         );
         assert_eq!(keywords("a.b-c, d;e"), strings(&["a", "b", "c", "d", "e"]));
+    }
+
+    #[test]
+    fn an_agents_filler_is_not_a_keyword() {
+        let kept: Vec<String> = keywords("Can you please cancel his order for me, I need it gone")
+            .into_iter()
+            .filter(|word| !is_stopword(word))
+            .collect();
+        assert_eq!(kept, strings(&["cancel", "order", "gone"]));
+        assert!(STOPWORDS.windows(2).all(|pair| pair[0] < pair[1]), "sorted");
     }
 
     #[test]
