@@ -17,7 +17,7 @@
 
 use serde_json::Value;
 use sezzlee_catalog::schema::Def;
-use sezzlee_catalog::search::{SearchFields, SearchIndex};
+use sezzlee_catalog::search::SearchIndex;
 use sezzlee_catalog::{Catalog, Schema, Sources};
 use sezzlee_gateway::tools::Prepared;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -116,23 +116,8 @@ fn main() {
     let build_peak = PEAK.load(Ordering::Relaxed).saturating_sub(baseline);
     let tools = catalog.tools().len();
 
-    let (second_index, index_bytes) = measured(|| {
-        SearchIndex::build(catalog.tools().iter().map(|tool| {
-            SearchFields {
-                name: &tool.name,
-                description: &tool.description,
-                search_terms: &tool.search_terms,
-                route: &tool.route,
-                argument_names: tool
-                    .input_schema
-                    .properties()
-                    .map(|props| props.keys().map(String::as_str).collect())
-                    .unwrap_or_default(),
-                tags: &tool.tags,
-                document: &tool.document,
-            }
-        }))
-    });
+    let (second_index, index_bytes) =
+        measured(|| SearchIndex::build(catalog.tools().iter().map(|tool| tool.search_fields())));
     drop(second_index);
 
     let (defs, roots) = schemas(&catalog);

@@ -166,6 +166,23 @@ impl Tool {
         self.definition_size + AUTH_UNCERTAIN_CHARS <= budget
     }
 
+    /// What the search index reads of this tool.
+    pub fn search_fields(&self) -> search::SearchFields<'_> {
+        search::SearchFields {
+            name: &self.name,
+            description: &self.description,
+            search_terms: &self.search_terms,
+            route: &self.route,
+            argument_names: self
+                .input_schema
+                .properties()
+                .map(|props| props.keys().map(String::as_str).collect())
+                .unwrap_or_default(),
+            tags: &self.tags,
+            document: &self.document,
+        }
+    }
+
     /// The inputSchema agents see.
     pub fn published_input(&self) -> &Schema {
         self.published_input.as_ref().unwrap_or(&self.input_schema)
@@ -254,21 +271,7 @@ impl Catalog {
             .enumerate()
             .map(|(i, tool)| (tool.name.clone(), i))
             .collect();
-        let index = search::SearchIndex::build(tools.iter().map(|tool| {
-            search::SearchFields {
-                name: &tool.name,
-                description: &tool.description,
-                search_terms: &tool.search_terms,
-                route: &tool.route,
-                argument_names: tool
-                    .input_schema
-                    .properties()
-                    .map(|props| props.keys().map(String::as_str).collect())
-                    .unwrap_or_default(),
-                tags: &tool.tags,
-                document: &tool.document,
-            }
-        }));
+        let index = search::SearchIndex::build(tools.iter().map(Tool::search_fields));
         let fingerprint = observable_fingerprint(&tools);
         Catalog {
             tools,
