@@ -70,6 +70,14 @@ fn measured<T>(step: impl FnOnce() -> T) -> (T, usize) {
     (value, live().saturating_sub(before))
 }
 
+/// Bytes a copy of every item takes: what the originals hold, measured
+/// by making the copies (and dropping them).
+fn copy_bytes<'a, T: Clone + 'a>(items: impl Iterator<Item = &'a T>) -> usize {
+    let (copies, bytes) = measured(|| items.cloned().collect::<Vec<T>>());
+    drop(copies);
+    bytes
+}
+
 fn rss_kib() -> usize {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -122,27 +130,9 @@ fn main() {
 
     let (defs, roots) = schemas(&catalog);
     let canonical_bytes: usize = defs.iter().map(|def| def.canonical.capacity()).sum();
-    let (copies, def_value_bytes) = measured(|| {
-        defs.iter()
-            .map(|def| def.value.clone())
-            .collect::<Vec<Value>>()
-    });
-    drop(copies);
-    let (copies, root_bytes) = measured(|| {
-        roots
-            .iter()
-            .map(|schema| schema.root.clone())
-            .collect::<Vec<_>>()
-    });
-    drop(copies);
-    let (copies, input_root_bytes) = measured(|| {
-        catalog
-            .tools()
-            .iter()
-            .map(|tool| tool.input_schema.root.clone())
-            .collect::<Vec<_>>()
-    });
-    drop(copies);
+    let def_value_bytes = copy_bytes(defs.iter().map(|def| &def.value));
+    let root_bytes = copy_bytes(roots.iter().map(|schema| &schema.root));
+    let input_root_bytes = copy_bytes(catalog.tools().iter().map(|tool| &tool.input_schema.root));
     let distinct_output_roots = {
         let mut seen = std::collections::HashSet::new();
         for tool in catalog.tools() {

@@ -111,14 +111,10 @@ pub fn fit(
             None => (None, None),
         };
         let (published_input, input_cut) = match in_cut {
-            Some(cut) => {
-                let compacted = compactor.compact(input, cut, Direction::Input);
-                if compacted.elided {
-                    (Some(compacted.schema), Some(cut.depth))
-                } else {
-                    (None, None)
-                }
-            }
+            Some(cut) => match compactor.compacted(input, cut, Direction::Input) {
+                Some(compacted) => (Some(compacted), Some(cut.depth)),
+                None => (None, None),
+            },
             None => (None, None),
         };
         let text = (out_cut.text != Text::Whole).then_some(out_cut.text);

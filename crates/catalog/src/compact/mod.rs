@@ -95,21 +95,18 @@ impl Compactor {
         if let Some(shared) = self.outputs.get(&key) {
             return (shared.published.clone(), shared.elided);
         }
-        let compacted = self.compact(output, cut, Direction::Output);
-        let published = self.intern(if compacted.elided {
-            Arc::new(compacted.schema)
-        } else {
-            output.clone()
-        });
+        let compacted = self.compacted(output, cut, Direction::Output);
+        let elided = compacted.is_some();
+        let published = self.intern(compacted.map_or_else(|| output.clone(), Arc::new));
         self.outputs.insert(
             key,
             SharedOutput {
                 _full: output.clone(),
                 published: published.clone(),
-                elided: compacted.elided,
+                elided,
             },
         );
-        (published, compacted.elided)
+        (published, elided)
     }
 
     /// The schema already published with the same content, else this one.
@@ -125,11 +122,23 @@ impl Compactor {
     /// schema itself comes back (its definitions still shared with the
     /// full one).
     pub fn compact(&mut self, schema: &Schema, cut: Cut, direction: Direction) -> Compacted {
-        if cut == Cut::depth(FULL) {
-            return Compacted {
+        match self.compacted(schema, cut, direction) {
+            Some(compacted) => Compacted {
+                schema: compacted,
+                elided: true,
+            },
+            None => Compacted {
                 schema: schema.clone(),
                 elided: false,
-            };
+            },
+        }
+    }
+
+    /// [`Compactor::compact`] without the copy: `None` when nothing had
+    /// to be left out (the ladder then publishes the schema it has).
+    pub fn compacted(&mut self, schema: &Schema, cut: Cut, direction: Direction) -> Option<Schema> {
+        if cut == Cut::depth(FULL) {
+            return None;
         }
         let mut walk = Walk::new(schema, cut.depth, cut.text, direction);
         let root = walk.object(&schema.root, 0, true);
@@ -167,10 +176,7 @@ impl Compactor {
             published.insert(at, rendered.def.clone());
         }
         if !elided {
-            return Compacted {
-                schema: schema.clone(),
-                elided,
-            };
+            return None;
         }
         // Referenced only below the depth: one stub definition each.
         let stub_walk = Walk::new(schema, cut.depth, cut.text, direction);
@@ -182,10 +188,7 @@ impl Compactor {
         }
         let mut defs: Vec<Arc<Def>> = published.into_values().collect();
         defs.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        Compacted {
-            schema: Schema { root, defs },
-            elided,
-        }
+        Some(Schema { root, defs })
     }
 
     /// Definition `def` of `schema` as seen from `level`, from the cache.

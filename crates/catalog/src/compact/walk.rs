@@ -141,30 +141,6 @@ impl<'s> Walk<'s> {
                     | "contentSchema",
                     _,
                 ) => self.node(value, level, required_value),
-                ("examples", _) if self.text >= Text::NoExamples => {
-                    self.elided = true;
-                    continue;
-                }
-                ("description", _) if self.text == Text::Bare => {
-                    self.elided = true;
-                    continue;
-                }
-                ("description", Value::String(text)) if self.text == Text::Short => {
-                    match shortened(text) {
-                        Some(short) => {
-                            self.elided = true;
-                            Value::String(short)
-                        }
-                        None if text.is_empty() => continue,
-                        None => value.clone(),
-                    }
-                }
-                ("pattern", Value::String(pattern))
-                    if self.text >= Text::Short && pattern.chars().count() > SHORT_DESCRIPTION =>
-                {
-                    self.elided = true;
-                    continue;
-                }
                 ("enum", Value::Array(values))
                     if self.text >= Text::Short && values.len() > LONG_ENUM =>
                 {
@@ -172,7 +148,10 @@ impl<'s> Walk<'s> {
                     long_enum = Some(values);
                     continue;
                 }
-                _ => value.clone(),
+                _ => match self.trimmed(key, value) {
+                    Some(kept) => kept,
+                    None => continue,
+                },
             };
             out.insert(key.clone(), kept);
         }
@@ -187,13 +166,48 @@ impl<'s> Walk<'s> {
                 values.len(),
                 shown.join(", ")
             );
-            let description = match out.get("description").and_then(Value::as_str) {
-                Some(own) => format!("{own} {note}"),
-                None => note,
-            };
+            let own = out.get("description").and_then(Value::as_str);
+            let description = with_note(own, note);
             out.insert("description".to_string(), json!(description));
         }
         out
+    }
+
+    /// An annotation or constraint as this walk's [`Text`] keeps it: as
+    /// it is, shortened, or `None` when left out (which marks the walk as
+    /// having left something out). Keywords it does not trim pass as they
+    /// are.
+    fn trimmed(&mut self, key: &str, value: &Value) -> Option<Value> {
+        let kept = match (key, value) {
+            ("examples", _) if self.text >= Text::NoExamples => None,
+            ("description", _) if self.text == Text::Bare => None,
+            ("description", Value::String(text)) if self.text == Text::Short => {
+                match shortened(text) {
+                    Some(short) => Some(Value::String(short)),
+                    None if text.is_empty() => None,
+                    None => return Some(value.clone()),
+                }
+            }
+            ("pattern", Value::String(pattern))
+                if self.text >= Text::Short && pattern.chars().count() > SHORT_DESCRIPTION =>
+            {
+                None
+            }
+            _ => return Some(value.clone()),
+        };
+        self.elided = true;
+        kept
+    }
+
+    /// A description of the schema a stub stands for, as this walk's
+    /// [`Text`] keeps descriptions.
+    fn own_description(&self, own: Option<&str>) -> Option<String> {
+        let own = own?;
+        match self.text {
+            Text::Bare => None,
+            Text::Short => Some(shortened(own).unwrap_or_else(|| own.to_string())),
+            _ => Some(own.to_string()),
+        }
     }
 
     /// A subschema at `level`: kept (and walked), or stubbed.
@@ -215,24 +229,9 @@ impl<'s> Walk<'s> {
 
     /// A plain reference kept as it is, its text trimmed as the walk says.
     fn annotations(&mut self, map: &Map<String, Value>) -> Map<String, Value> {
-        let mut out = Map::new();
-        for (key, value) in map {
-            match (key.as_str(), value) {
-                ("examples", _) if self.text >= Text::NoExamples => {}
-                ("description", _) if self.text == Text::Bare => {}
-                ("description", Value::String(text)) if self.text == Text::Short => {
-                    if let Some(short) = shortened(text) {
-                        out.insert(key.clone(), Value::String(short));
-                    } else if !text.is_empty() {
-                        out.insert(key.clone(), value.clone());
-                    }
-                }
-                _ => {
-                    out.insert(key.clone(), value.clone());
-                }
-            }
-        }
-        out
+        map.iter()
+            .filter_map(|(key, value)| Some((key.clone(), self.trimmed(key, value)?)))
+            .collect()
     }
 
     /// The stand-in published for definition `name` when it is reached
@@ -244,16 +243,16 @@ impl<'s> Walk<'s> {
         if let Some(kind) = def.and_then(|def| def.get("type")) {
             out.insert("type".to_string(), kind.clone());
         }
+        // Only the start of its description, whatever the walk keeps:
+        // the references that share it carry their own.
         let own = def
             .and_then(|def| description_of(def, LOOK_THROUGH))
-            .filter(|_| self.text != Text::Bare)
-            .map(|own| shortened(own).unwrap_or_else(|| own.to_string()));
+            .and_then(|own| self.own_description(Some(shortened(own).as_deref().unwrap_or(own))));
         let note = self.note(&format!("schema `{name}`"));
-        let description = match own {
-            Some(own) => format!("{own} {note}"),
-            None => note,
-        };
-        out.insert("description".to_string(), json!(description));
+        out.insert(
+            "description".to_string(),
+            json!(with_note(own.as_deref(), note)),
+        );
         Value::Object(out)
     }
 
@@ -298,17 +297,20 @@ impl<'s> Walk<'s> {
             format!("schema {list}")
         };
         let note = self.note(&what);
-        let own = description_of(map, LOOK_THROUGH).and_then(|own| match self.text {
-            Text::Bare => None,
-            Text::Short => Some(shortened(own).unwrap_or_else(|| own.to_string())),
-            _ => Some(own.to_string()),
-        });
-        let description = match own {
-            Some(own) => format!("{own} {note}"),
-            None => note,
-        };
-        out.insert("description".to_string(), json!(description));
+        let own = self.own_description(description_of(map, LOOK_THROUGH));
+        out.insert(
+            "description".to_string(),
+            json!(with_note(own.as_deref(), note)),
+        );
         Value::Object(out)
+    }
+}
+
+/// A description followed by a bracketed note, or the note alone.
+fn with_note(own: Option<&str>, note: String) -> String {
+    match own {
+        Some(own) => format!("{own} {note}"),
+        None => note,
     }
 }
 
