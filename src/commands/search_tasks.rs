@@ -13,10 +13,9 @@
 //! `path` as the document writes it, and an optional `operationId`; a header
 //! line starting with `query` and lines starting with `#` are skipped.
 
-use sezzlee_catalog::source::Parsed;
-use sezzlee_catalog::{Catalog, Sources};
+use sezzlee_catalog::{BuildOptions, Catalog, Sources};
 use sezzlee_gateway::tools::search::MAX_LIMIT;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -164,23 +163,13 @@ pub fn rank(catalog: &Catalog, task: &Task) -> Measured {
 }
 
 /// The sources of `document` alone: the document, its sidecars, and every
-/// file that is not an API document itself (shared `$ref` fragments).
-pub fn sources_of_document(all: &Sources, document: &str) -> Sources {
+/// file that is not an API document of `whole` (shared `$ref` fragments).
+pub fn sources_of_document(all: &Sources, whole: &Catalog, document: &str) -> Sources {
     let sidecars = all.sidecar_paths_for(document);
-    let files = all
-        .files
-        .iter()
-        .filter(|(rel, file)| {
-            &***rel == document || sidecars.contains(rel) || !is_api_document(&file.serving)
-        })
-        .map(|(rel, file)| (rel.clone(), file.clone()))
-        .collect();
-    Sources { files }
-}
-
-fn is_api_document(parsed: &Option<Parsed>) -> bool {
-    matches!(parsed, Some(Parsed::Json(root))
-        if root.get("openapi").is_some() || root.get("swagger").is_some())
+    let documents: HashSet<&str> = whole.documents.iter().map(|d| &*d.file).collect();
+    all.subset(|rel| {
+        rel == document || sidecars.iter().any(|s| &**s == rel) || !documents.contains(rel)
+    })
 }
 
 /// Runs every task against the whole folder and against each document
@@ -201,9 +190,11 @@ pub fn evaluate(dir: &Path, tasks: &[Task]) -> std::io::Result<(String, bool)> {
 
     let mut alone: BTreeMap<&str, Catalog> = BTreeMap::new();
     for task in tasks {
-        alone
-            .entry(task.document.as_str())
-            .or_insert_with(|| Catalog::build(&sources_of_document(&sources, &task.document)));
+        alone.entry(task.document.as_str()).or_insert_with(|| {
+            // Every document's tools are the whole catalog's, reused.
+            let alone = sources_of_document(&sources, &whole, &task.document);
+            Catalog::rebuild(&alone, &BuildOptions::default(), &whole)
+        });
     }
     let separate: Vec<Measured> = tasks
         .iter()

@@ -1,42 +1,91 @@
-//! The last step of a build: final names, versions, one sorted catalog.
+//! Names and versions: a document's tools under names unique in the
+//! document ([`finish_document`]), then the whole catalog under names
+//! unique across documents ([`assemble`]).
 //!
 //! Names must be unique across the whole catalog and deterministic:
 //! collisions inside a document get `_2`, `_3` in document order; names
 //! shared by several documents get `{namespace}_` in front. Only then can
-//! versions be computed, since the name is part of what an agent reads.
+//! versions be computed, since the name is part of what an agent reads. A
+//! rebuild assembles units it kept ([`DocumentUnit`]): a tool whose final
+//! name is its document name is taken whole, a renamed one shares the body
+//! and keeps the version the previous catalog computed for that name.
 
 use super::diagnostics::{Diagnostic, codes};
-use super::draft::{DocumentBuild, Draft, string_chars, summary};
+use super::draft::{DocumentBuild, Draft};
 use super::fingerprint::{CanonicalSink, VersionHasher, write_canonical_to, write_string};
 use super::naming;
-use super::{BuildOptions, Catalog, Tool};
-use serde_json::{Map, Value};
+use super::unit::{DocumentPart, DocumentUnit};
+use super::{BuildOptions, Catalog, Tool, ToolBody};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
-pub fn assemble(
-    mut documents: Vec<DocumentBuild>,
+/// A document's drafts as tools under names unique in the document.
+pub(crate) fn finish_document(mut document: DocumentBuild) -> (DocumentPart, Vec<Diagnostic>) {
+    dedupe_within(&mut document);
+    let mut tools = Vec::with_capacity(document.drafts.len());
+    let mut pointers = Vec::with_capacity(document.drafts.len());
+    for draft in document.drafts {
+        let (name, pointer, body) = body_of(draft, document.file.clone());
+        pointers.push(pointer);
+        tools.push(Tool::named(name, Arc::new(body)));
+    }
+    let part = DocumentPart {
+        namespace: document.namespace,
+        operations: document.operations,
+        tools,
+        pointers,
+    };
+    (part, document.diagnostics)
+}
+
+/// The catalog of `units` (in path order), after `diagnostics` (the
+/// folder's own). Tools of `previous` are reused where name and body agree.
+pub(crate) fn assemble(
+    units: Vec<Arc<DocumentUnit>>,
     mut diagnostics: Vec<Diagnostic>,
     options: &BuildOptions,
+    previous: Option<&Catalog>,
 ) -> Catalog {
-    for document in &mut documents {
-        dedupe_within(document);
-    }
-    prefix_shared_names(&mut documents);
-    dedupe_across(&mut documents);
-    let summaries = documents.iter().map(summary).collect();
+    let parts: Vec<(&DocumentUnit, Option<&DocumentPart>)> = units
+        .iter()
+        .map(|unit| (&**unit, unit.document.as_ref()))
+        .collect();
+    let mut names = prefixed_names(&parts);
+    let renames = dedupe_across(&parts, &mut names);
+    let mut summaries = Vec::new();
     let mut tools = Vec::new();
-    for document in documents {
-        diagnostics.extend(document.diagnostics);
-        for draft in document.drafts {
-            let pointer = draft.pointer.clone();
-            let tool = finish(draft, document.file.clone());
-            if let Some(warning) = too_large(&tool, &pointer, options.response_budget) {
+    for ((unit, part), (names, mut renamed)) in parts.iter().zip(names.into_iter().zip(renames)) {
+        diagnostics.extend(unit.diagnostics.iter().cloned());
+        let Some(part) = part else {
+            continue;
+        };
+        summaries.push(super::DocumentSummary {
+            file: unit.file.clone(),
+            namespace: part.namespace.clone(),
+            operations: part.operations,
+            tools: part.tools.len(),
+        });
+        diagnostics.append(&mut renamed);
+        for ((tool, pointer), name) in part.tools.iter().zip(&part.pointers).zip(names) {
+            let tool = if name == tool.name {
+                tool.clone()
+            } else {
+                match previous.and_then(|p| p.tool(&name)) {
+                    Some(before) if before.same_body(tool) => {
+                        Tool::with_version(name, before.version.clone(), tool.body.clone())
+                    }
+                    _ => Tool::named(name, tool.body.clone()),
+                }
+            };
+            if let Some(warning) = too_large(&tool, pointer, options.response_budget) {
                 diagnostics.push(warning);
             }
             tools.push(tool);
         }
     }
-    Catalog::from_parts(tools, summaries, diagnostics)
+    Catalog::from_parts(tools, summaries, diagnostics, units)
 }
 
 fn rename(
@@ -46,16 +95,23 @@ fn rename(
     why: &str,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    diagnostics.push(Diagnostic::warning(
-        codes::NAME_COLLISION,
+    diagnostics.push(renamed(
         document_file,
         &draft.pointer,
-        format!(
-            "tool name '{}' {why}; published as '{new_name}'",
-            draft.name
-        ),
+        &draft.name,
+        &new_name,
+        why,
     ));
     draft.name = new_name;
+}
+
+fn renamed(file: &str, pointer: &str, name: &str, new_name: &str, why: &str) -> Diagnostic {
+    Diagnostic::warning(
+        codes::NAME_COLLISION,
+        file,
+        pointer,
+        format!("tool name '{name}' {why}; published as '{new_name}'"),
+    )
 }
 
 /// Inside one document, clashing tools get `_2`, `_3`, … in route order
@@ -103,64 +159,84 @@ fn route_order(route: &str, position: usize) -> (String, usize, usize) {
     (path.to_string(), rank, position)
 }
 
-/// Names that several documents publish get each document's namespace.
-fn prefix_shared_names(documents: &mut [DocumentBuild]) {
-    let mut owners: HashMap<String, usize> = HashMap::new();
-    for document in documents.iter() {
-        let names: HashSet<&str> = document.drafts.iter().map(|d| d.name.as_str()).collect();
-        for name in names {
-            *owners.entry(name.to_string()).or_default() += 1;
+/// Each document's tool names, with the document's namespace in front of
+/// those that several documents publish.
+fn prefixed_names(parts: &[(&DocumentUnit, Option<&DocumentPart>)]) -> Vec<Vec<String>> {
+    let mut owners: HashMap<&str, usize> = HashMap::new();
+    for (_, part) in parts {
+        // Names are unique inside a document.
+        for tool in part.iter().flat_map(|p| &p.tools) {
+            *owners.entry(tool.name.as_str()).or_default() += 1;
         }
     }
-    for document in documents.iter_mut() {
-        let prefix = document.namespace.clone();
-        let file = document.file.clone();
-        for draft in document.drafts.iter_mut() {
-            if owners.get(&draft.name).copied().unwrap_or(0) > 1 {
-                let new_name = naming::truncate_name(&format!("{prefix}_{}", draft.name));
-                rename(
-                    &file,
-                    draft,
-                    new_name,
-                    "is also used by another document",
-                    &mut document.diagnostics,
-                );
-            }
-        }
-    }
+    parts
+        .iter()
+        .map(|(_, part)| {
+            let Some(part) = part else {
+                return Vec::new();
+            };
+            part.tools
+                .iter()
+                .map(|tool| {
+                    if owners.get(tool.name.as_str()).copied().unwrap_or(0) > 1 {
+                        naming::truncate_name(&format!("{}_{}", part.namespace, tool.name))
+                    } else {
+                        tool.name.clone()
+                    }
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Whatever still clashes after prefixing (a document whose own tool is
 /// already called `ns_x`) gets a numeric suffix, first come first served
-/// in document path order.
-fn dedupe_across(documents: &mut [DocumentBuild]) {
-    let mut used: HashSet<String> = HashSet::new();
-    let all: HashSet<String> = documents
-        .iter()
-        .flat_map(|d| d.drafts.iter().map(|t| t.name.clone()))
-        .collect();
-    for document in documents.iter_mut() {
-        let file = document.file.clone();
-        for draft in document.drafts.iter_mut() {
-            if used.insert(draft.name.clone()) {
+/// in document path order. Returns each document's rename warnings.
+fn dedupe_across(
+    parts: &[(&DocumentUnit, Option<&DocumentPart>)],
+    names: &mut [Vec<String>],
+) -> Vec<Vec<Diagnostic>> {
+    let all: HashSet<String> = names.iter().flatten().cloned().collect();
+    let mut used: HashSet<String> = HashSet::with_capacity(all.len());
+    let mut warnings = Vec::with_capacity(parts.len());
+    for ((unit, part), names) in parts.iter().zip(names.iter_mut()) {
+        let mut mine = Vec::new();
+        let Some(part) = part else {
+            warnings.push(mine);
+            continue;
+        };
+        for ((tool, pointer), name) in part.tools.iter().zip(&part.pointers).zip(names.iter_mut()) {
+            if *name != tool.name {
+                mine.push(renamed(
+                    &unit.file,
+                    pointer,
+                    &tool.name,
+                    name,
+                    "is also used by another document",
+                ));
+            }
+            if used.insert(name.clone()) {
                 continue;
             }
             let mut n = 2;
-            let mut candidate = naming::with_suffix(&draft.name, n);
+            let mut candidate = naming::with_suffix(name, n);
             while used.contains(&candidate) || all.contains(&candidate) {
                 n += 1;
-                candidate = naming::with_suffix(&draft.name, n);
+                candidate = naming::with_suffix(name, n);
             }
             used.insert(candidate.clone());
-            rename(
-                &file,
-                draft,
-                candidate,
+            mine.push(renamed(
+                &unit.file,
+                pointer,
+                name,
+                &candidate,
                 "is still used by another document",
-                &mut document.diagnostics,
-            );
+            ));
+            *name = candidate;
         }
+        warnings.push(mine);
     }
+    warnings
 }
 
 /// A warning for a tool whose definition load_tool would refuse even
@@ -180,19 +256,17 @@ fn too_large(tool: &Tool, pointer: &str, budget: usize) -> Option<Diagnostic> {
     })
 }
 
-fn finish(draft: Draft, document: std::sync::Arc<str>) -> Tool {
-    let version = version_of(&draft);
-    let definition_size = draft.size_besides_name + string_chars(&draft.name);
-    Tool {
-        name: draft.name,
+/// A draft's name, pointer and body.
+fn body_of(draft: Draft, document: Arc<str>) -> (String, String, ToolBody) {
+    let observable = observable_digest(&draft);
+    let body = ToolBody {
         description: draft.description,
         input_schema: draft.input_schema,
         published_input: draft.published_input,
         output_schema: draft.output_schema,
         compaction: draft.compaction,
-        definition_size,
+        size_besides_name: draft.size_besides_name,
         annotations: draft.annotations,
-        version,
         tags: draft.tags,
         search_terms: draft.search_terms,
         route: draft.route,
@@ -201,7 +275,21 @@ fn finish(draft: Draft, document: std::sync::Arc<str>) -> Tool {
         policy: draft.policy,
         operation: draft.operation,
         fixed: draft.fixed,
-    }
+        observable,
+    };
+    (draft.name, draft.pointer, body)
+}
+
+/// SHA-256 of what agents observe of a tool besides its name and version:
+/// its tags, search terms and visibility rules.
+fn observable_digest(draft: &Draft) -> [u8; 32] {
+    let observable = json!({
+        "tags": draft.tags,
+        "searchTerms": draft.search_terms,
+        "policy": draft.policy.as_ref().map(|p| json!({"anyScope": p.any_scope, "anyRole": p.any_role, "public": p.public})),
+        "security": draft.operation.security,
+    });
+    Sha256::digest(observable.to_string().as_bytes()).into()
 }
 
 /// SHA-256 over the canonical JSON of `{annotations?, description,
@@ -210,7 +298,7 @@ fn finish(draft: Draft, document: std::sync::Arc<str>) -> Tool {
 /// whole. `inputSchema` is the published one; `inputValidation`, the full
 /// schema calls are checked against, is there only when the published one
 /// was compacted, so a change to an elided part still changes the version.
-fn version_of(draft: &Draft) -> String {
+pub(crate) fn version_of(name: &str, draft: &ToolBody) -> String {
     let mut hasher = VersionHasher::default();
     let sink: &mut dyn CanonicalSink = &mut hasher;
     sink.push("{");
@@ -231,7 +319,7 @@ fn version_of(draft: &Draft) -> String {
         None => draft.input_schema.write_canonical(sink),
     }
     sink.push(",\"name\":");
-    write_string(&draft.name, sink);
+    write_string(name, sink);
     if let Some(output) = &draft.output_schema {
         sink.push(",\"outputSchema\":");
         output.write_canonical(sink);

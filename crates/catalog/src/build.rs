@@ -1,17 +1,27 @@
-//! A build, driven in one order: each API document of the folder through
-//! [`openapi`](super::openapi) (its drafts and diagnostics), then
-//! [`assemble`](super::assemble) (names, versions, one sorted catalog).
+//! A build, driven in one order: each JSON/YAML file of the folder into
+//! its [`DocumentUnit`] (through [`openapi`](super::openapi) and
+//! [`assemble::finish_document`]), then [`assemble::assemble`] (names
+//! across documents, versions, one sorted catalog).
+//!
+//! A rebuild takes the units of the previous catalog whose inputs are
+//! unchanged and builds only the others, reading each from disk when it is
+//! needed and forgetting its parse once its tools are built.
 
-use super::diagnostics::Diagnostic;
+use super::diagnostics::{Diagnostic, codes};
 use super::openapi::{build_document, dialect_of, sidecar_for};
-use super::refs::Resolver;
-use super::source::{Sources, is_sidecar};
+use super::refs::{Loader, Resolver};
+use super::source::{Sources, is_sidecar, sidecar_candidates};
+use super::unit::{DocumentUnit, input_state};
 use super::{BuildOptions, Catalog, assemble};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
-/// The catalog of the folder's files.
-pub fn build_catalog(sources: &Sources, options: &BuildOptions) -> Catalog {
-    let files = sources.json_files();
-    let resolver = Resolver::new(&files);
+/// The catalog of the folder's files, reusing what it can of `previous`.
+pub fn build_catalog(
+    sources: &Sources,
+    options: &BuildOptions,
+    previous: Option<&Catalog>,
+) -> Catalog {
     let mut diagnostics = Vec::new();
     for (rel, file) in &sources.files {
         if let Err(err) = &file.current {
@@ -28,23 +38,94 @@ pub fn build_catalog(sources: &Sources, options: &BuildOptions) -> Catalog {
             ));
         }
     }
-    let mut documents = Vec::new();
-    for (rel, root) in &files {
-        if is_sidecar(rel) {
+    let earlier: HashMap<&str, &Arc<DocumentUnit>> = previous
+        .map(|p| p.units.iter().map(|u| (&*u.file, u)).collect())
+        .unwrap_or_default();
+    let paths: Vec<Arc<str>> = sources
+        .json_paths()
+        .filter(|rel| !is_sidecar(rel))
+        .cloned()
+        .collect();
+    let mut loader = Loader::new(sources);
+    let mut units = Vec::with_capacity(paths.len());
+    for rel in paths {
+        let before = earlier.get(&*rel).copied();
+        if let Some(unit) = before.filter(|unit| unit.is_current(sources, options)) {
+            units.push(unit.clone());
             continue;
         }
-        let Some(dialect) = dialect_of(rel, root, &mut diagnostics) else {
-            continue;
-        };
-        let sidecar = sidecar_for(sources, rel, &mut diagnostics);
-        documents.push(build_document(
-            &resolver,
-            rel.clone(),
-            root,
-            dialect,
-            sidecar.as_deref(),
-            options,
-        ));
+        let built = build_unit(&loader, sources, &rel, options);
+        loader.forget(&rel);
+        match (built, before) {
+            (Some(unit), _) => units.push(Arc::new(unit)),
+            (None, Some(before)) => {
+                diagnostics.push(Diagnostic::warning(
+                    codes::PARSE_ERROR,
+                    &rel,
+                    "",
+                    "a file this document is built from could not be read again (it is changing, or only its last good version is known); its tools are kept as they were".to_string(),
+                ));
+                units.push(before.clone());
+            }
+            (None, None) => diagnostics.push(Diagnostic::error(
+                codes::PARSE_ERROR,
+                &rel,
+                "",
+                "the file changed while it was being read; it is read again at the next scan"
+                    .to_string(),
+            )),
+        }
     }
-    assemble::assemble(documents, diagnostics, options)
+    assemble::assemble(units, diagnostics, options, previous)
+}
+
+/// One file's unit; `None` when a file it needs could not be read again.
+fn build_unit(
+    loader: &Loader<'_>,
+    sources: &Sources,
+    rel: &Arc<str>,
+    options: &BuildOptions,
+) -> Option<DocumentUnit> {
+    let resolver = Resolver::loading(loader);
+    let root = resolver.file(rel)?;
+    let mut diagnostics = Vec::new();
+    let document = match dialect_of(rel, root, &mut diagnostics) {
+        None => None,
+        Some(dialect) => {
+            let sidecar = sidecar_for(sources, rel, &mut diagnostics);
+            let build = build_document(
+                &resolver,
+                rel.clone(),
+                root,
+                dialect,
+                sidecar.as_deref(),
+                options,
+            );
+            let (part, mut own) = assemble::finish_document(build);
+            diagnostics.append(&mut own);
+            Some(part)
+        }
+    };
+    if resolver.had_unreadable() {
+        return None;
+    }
+    let mut asked: BTreeSet<Arc<str>> = resolver.asked();
+    asked.insert(rel.clone());
+    if document.is_some() {
+        asked.extend(sidecar_candidates(rel).into_iter().map(Arc::from));
+    }
+    let inputs = asked
+        .into_iter()
+        .map(|path| {
+            let state = input_state(sources, &path);
+            (path, state)
+        })
+        .collect();
+    Some(DocumentUnit {
+        file: rel.clone(),
+        document,
+        diagnostics,
+        inputs,
+        options: *options,
+    })
 }

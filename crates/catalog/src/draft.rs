@@ -3,13 +3,13 @@
 //! small rules both the document walk and curated variants apply to them.
 //! Its own module so the steps depend on it, not on each other.
 
+use super::Operation;
 use super::compact::fit::Compaction;
 use super::diagnostics::Diagnostic;
 use super::fingerprint::{CharCount, write_string};
 use super::revision::Revision;
 use super::schema::Schema;
 use super::sidecar::Policy;
-use super::{DocumentSummary, Operation};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -85,15 +85,5 @@ pub fn extend_unique(list: &mut Vec<String>, more: Vec<String>) {
         if !list.contains(&item) {
             list.push(item);
         }
-    }
-}
-
-/// What the catalog tells of one built document.
-pub fn summary(build: &DocumentBuild) -> DocumentSummary {
-    DocumentSummary {
-        file: build.file.clone(),
-        namespace: build.namespace.clone(),
-        operations: build.operations,
-        tools: build.drafts.len(),
     }
 }

@@ -22,6 +22,7 @@ pub mod schema;
 pub mod search;
 pub mod sidecar;
 pub mod source;
+mod unit;
 mod variants;
 
 pub use assemble::version_source;
@@ -105,10 +106,30 @@ pub struct Operation {
     pub security_schemes: Arc<Map<String, Value>>,
 }
 
-/// One tool of the catalog.
+/// One tool of the catalog: its published name and version, and the body
+/// that does not depend on the name. A document's tools are built once and
+/// kept while nothing they were built from changes; a tool renamed because
+/// another document took its name shares the body (see `assemble`).
 #[derive(Debug, Clone)]
 pub struct Tool {
     pub name: String,
+    pub version: String,
+    /// Characters of [`Tool::definition`].
+    pub definition_size: usize,
+    body: Arc<ToolBody>,
+}
+
+impl std::ops::Deref for Tool {
+    type Target = ToolBody;
+
+    fn deref(&self) -> &ToolBody {
+        &self.body
+    }
+}
+
+/// Everything of a tool but its name and version.
+#[derive(Debug)]
+pub struct ToolBody {
     pub description: String,
     /// The full input schema: calls are validated against it.
     pub input_schema: Schema,
@@ -120,10 +141,9 @@ pub struct Tool {
     pub output_schema: Option<Arc<Schema>>,
     /// What was left out of the published schemas.
     pub compaction: Compaction,
-    /// Characters of [`Tool::definition`].
-    pub definition_size: usize,
+    /// Characters of the definition other than the name's string.
+    pub size_besides_name: usize,
     pub annotations: Option<Map<String, Value>>,
-    pub version: String,
     pub tags: Vec<String>,
     pub search_terms: Vec<String>,
     /// `GET /orders/{id}`, as the document writes the path.
@@ -136,9 +156,34 @@ pub struct Tool {
     pub operation: Arc<Operation>,
     /// Arguments a curated variant sends with fixed values.
     pub fixed: Map<String, Value>,
+    /// SHA-256 of what agents observe of the body besides name and version
+    /// (tags, search terms, visibility rules), for the catalog fingerprint.
+    pub(crate) observable: [u8; 32],
 }
 
 impl Tool {
+    /// The tool called `name`, its version computed.
+    pub(crate) fn named(name: String, body: Arc<ToolBody>) -> Tool {
+        let version = assemble::version_of(&name, &body);
+        Tool::with_version(name, version, body)
+    }
+
+    /// The tool called `name` whose version is already known.
+    pub(crate) fn with_version(name: String, version: String, body: Arc<ToolBody>) -> Tool {
+        let definition_size = body.size_besides_name + draft::string_chars(&name);
+        Tool {
+            name,
+            version,
+            definition_size,
+            body,
+        }
+    }
+
+    /// Whether both are the same body (built once, shared).
+    pub fn same_body(&self, other: &Tool) -> bool {
+        Arc::ptr_eq(&self.body, &other.body)
+    }
+
     /// The load_tool answer: name, description, inputSchema, outputSchema?,
     /// annotations?, version.
     pub fn definition(&self) -> Value {
@@ -241,18 +286,38 @@ pub struct Catalog {
     /// search terms, visibility rules): equal fingerprints mean a rebuild
     /// changed nothing an agent could notice.
     fingerprint: [u8; 32],
+    /// Each JSON/YAML file's part, in path order, kept for the next build.
+    units: Vec<Arc<unit::DocumentUnit>>,
 }
 
 impl Catalog {
     /// Builds the catalog from the folder's files, with the default
     /// [`BuildOptions`].
     pub fn build(sources: &Sources) -> Catalog {
-        build::build_catalog(sources, &BuildOptions::default())
+        build::build_catalog(sources, &BuildOptions::default(), None)
     }
 
     /// Builds the catalog from the folder's files.
     pub fn build_with(sources: &Sources, options: &BuildOptions) -> Catalog {
-        build::build_catalog(sources, options)
+        build::build_catalog(sources, options, None)
+    }
+
+    /// Builds the catalog from the folder's files again, reusing every
+    /// document of `previous` whose inputs (its bytes, its sidecar, the
+    /// files it `$ref`s, the options) did not change. The result is the
+    /// catalog [`Catalog::build_with`] would give.
+    pub fn rebuild(sources: &Sources, options: &BuildOptions, previous: &Catalog) -> Catalog {
+        build::build_catalog(sources, options, Some(previous))
+    }
+
+    /// How many files' parts `self` took whole from `previous`.
+    pub fn documents_reused(&self, previous: &Catalog) -> usize {
+        let before: std::collections::HashSet<*const unit::DocumentUnit> =
+            previous.units.iter().map(Arc::as_ptr).collect();
+        self.units
+            .iter()
+            .filter(|unit| before.contains(&Arc::as_ptr(unit)))
+            .count()
     }
 
     /// Reads and builds a folder once.
@@ -264,6 +329,7 @@ impl Catalog {
         mut tools: Vec<Tool>,
         documents: Vec<DocumentSummary>,
         diagnostics: Vec<Diagnostic>,
+        units: Vec<Arc<unit::DocumentUnit>>,
     ) -> Catalog {
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         let by_name = tools
@@ -280,6 +346,7 @@ impl Catalog {
             documents,
             diagnostics,
             fingerprint,
+            units,
         }
     }
 
@@ -323,21 +390,17 @@ impl Catalog {
     }
 }
 
-/// SHA-256 over everything an agent can observe per tool, in name order.
+/// SHA-256 over everything an agent can observe per tool, in name order:
+/// name, version, and the body's observable digest (tags, search terms,
+/// visibility rules).
 fn observable_fingerprint(tools: &[Tool]) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     for tool in tools {
-        let observable = json!({
-            "name": tool.name,
-            "version": tool.version,
-            "tags": tool.tags,
-            "searchTerms": tool.search_terms,
-            "policy": tool.policy.as_ref().map(|p| json!({"anyScope": p.any_scope, "anyRole": p.any_role, "public": p.public})),
-            "security": tool.operation.security,
-        });
-        hasher.update(observable.to_string().as_bytes());
+        hasher.update(tool.name.as_bytes());
         hasher.update(b"\n");
+        hasher.update(tool.version.as_bytes());
+        hasher.update(tool.observable);
     }
     hasher.finalize().into()
 }

@@ -856,7 +856,7 @@ mod tests {
             ],
             None,
         );
-        let catalog = build_catalog(&good, &BuildOptions::default());
+        let catalog = build_catalog(&good, &BuildOptions::default(), None);
         let documents: Vec<&str> = catalog.documents.iter().map(|d| &*d.file).collect();
         assert_eq!(documents, ["api.json"]);
         let found: Vec<(&str, &str, &str)> = catalog
@@ -874,7 +874,7 @@ mod tests {
         );
         // A file that stops parsing says its last good version still serves.
         let broken = Sources::from_files([("api.json".to_string(), b"{".to_vec())], Some(&good));
-        let catalog = build_catalog(&broken, &BuildOptions::default());
+        let catalog = build_catalog(&broken, &BuildOptions::default(), None);
         assert_eq!(catalog.tools().len(), 1);
         assert_eq!(
             catalog.diagnostics[0].message,

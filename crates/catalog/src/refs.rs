@@ -6,10 +6,12 @@
 //! followed: the operation that needs it is left out with a diagnostic, so a
 //! catalog can never make the gateway fetch anything.
 
+use super::source::Sources;
 use percent_encoding::percent_decode_str;
 use serde_json::Value;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 
 /// How many `$ref` hops we follow before calling a chain circular.
 const MAX_HOPS: usize = 64;
@@ -27,19 +29,103 @@ pub struct Resolved<'a> {
     pub value: &'a Value,
 }
 
+/// The JSON/YAML files of a build, parsed when first needed: a build of
+/// one document reads only that document and the files it `$ref`s.
+pub struct Loader<'s> {
+    sources: &'s Sources,
+    slots: BTreeMap<Arc<str>, OnceLock<Option<Arc<Value>>>>,
+}
+
+impl<'s> Loader<'s> {
+    pub fn new(sources: &'s Sources) -> Loader<'s> {
+        let slots = sources
+            .json_paths()
+            .map(|rel| (rel.clone(), OnceLock::new()))
+            .collect();
+        Loader { sources, slots }
+    }
+
+    /// Forgets the parse of `file` (read again if asked for later).
+    pub fn forget(&mut self, file: &str) {
+        if let Some(slot) = self.slots.get_mut(file) {
+            slot.take();
+        }
+    }
+}
+
+/// Where a resolver finds files.
+enum Files<'a> {
+    /// All of them parsed (tests, and documents given in memory).
+    Parsed(&'a BTreeMap<Arc<str>, Arc<Value>>),
+    /// Parsed when first needed.
+    Loaded(&'a Loader<'a>),
+}
+
 /// All parsed JSON/YAML files of the catalogs folder, by relative path.
+/// It records which files a build asked for (whether or not they exist),
+/// so a later build knows what that document depends on.
 pub struct Resolver<'a> {
-    files: &'a BTreeMap<Arc<str>, Arc<Value>>,
+    files: Files<'a>,
+    asked: RefCell<BTreeSet<Arc<str>>>,
+    /// Whether a file the folder serves could not be read again.
+    unreadable: Cell<bool>,
 }
 
 impl<'a> Resolver<'a> {
     pub fn new(files: &'a BTreeMap<Arc<str>, Arc<Value>>) -> Self {
-        Resolver { files }
+        Resolver {
+            files: Files::Parsed(files),
+            asked: RefCell::default(),
+            unreadable: Cell::new(false),
+        }
+    }
+
+    /// A resolver that parses files as they are needed.
+    pub fn loading(loader: &'a Loader<'a>) -> Self {
+        Resolver {
+            files: Files::Loaded(loader),
+            asked: RefCell::default(),
+            unreadable: Cell::new(false),
+        }
+    }
+
+    /// The files asked for so far, found or not.
+    pub fn asked(&self) -> BTreeSet<Arc<str>> {
+        self.asked.borrow().clone()
+    }
+
+    /// Whether a served file could not be read again (it changed on disk
+    /// since the scan, or its last good version is no longer there).
+    pub fn had_unreadable(&self) -> bool {
+        self.unreadable.get()
     }
 
     /// The interned name of a file, if the folder holds it.
     pub fn file_key(&self, file: &str) -> Option<Arc<str>> {
-        self.files.get_key_value(file).map(|(key, _)| key.clone())
+        let key = match &self.files {
+            Files::Parsed(files) => files.get_key_value(file).map(|(key, _)| key.clone()),
+            Files::Loaded(loader) => loader.slots.get_key_value(file).map(|(key, _)| key.clone()),
+        };
+        self.asked
+            .borrow_mut()
+            .insert(key.clone().unwrap_or_else(|| Arc::from(file)));
+        key
+    }
+
+    /// The parsed file, if the folder holds it and it can be read.
+    pub fn file(&self, file: &Arc<str>) -> Option<&'a Value> {
+        self.asked.borrow_mut().insert(file.clone());
+        match &self.files {
+            Files::Parsed(files) => files.get(file).map(|v| &**v),
+            Files::Loaded(loader) => {
+                let slot = loader.slots.get(file)?;
+                let loaded = slot.get_or_init(|| loader.sources.load(file)).as_deref();
+                if loaded.is_none() {
+                    self.unreadable.set(true);
+                }
+                loaded
+            }
+        }
     }
 
     /// Resolves one `$ref` string written in `from_file`.
@@ -64,8 +150,7 @@ impl<'a> Resolver<'a> {
             })?
         };
         let root = self
-            .files
-            .get(&file)
+            .file(&file)
             .ok_or_else(|| format!("'{reference}': file '{file}' could not be read"))?;
         let pointer = percent_decode_str(fragment)
             .decode_utf8_lossy()

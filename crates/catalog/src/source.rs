@@ -2,15 +2,22 @@
 //!
 //! Reading is separated from building so a rebuild can skip files whose
 //! bytes did not change (same SHA-256, same parse), and so a file that stops
-//! parsing keeps serving the last version that did. Everything after
-//! [`Sources`] is a pure function of it.
+//! parsing keeps serving the last version that did. A rescan reads again
+//! only files whose metadata changed (size, times, inode), so an idle folder
+//! of thousands of documents costs a `stat` per file. A served gateway does
+//! not keep parsed documents in memory ([`Sources::release_parsed`]): a
+//! rebuild reads a document again from disk ([`Sources::load`]) only when
+//! something it was built from changed; only a last good version that is no
+//! longer on disk stays parsed. Everything after [`Sources`] is a pure
+//! function of it.
 
 use super::sidecar::Sidecar;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 /// Deepest folder nesting walked (symlink loops end here).
 const MAX_DEPTH: usize = 32;
@@ -22,6 +29,9 @@ pub enum Parsed {
     Json(Arc<Value>),
     /// A validated sidecar (`NAME.sezzlee.json|yaml`).
     Sidecar(Arc<Sidecar>),
+    /// A JSON/YAML file that parsed, read again from disk when a build
+    /// needs it ([`Sources::load`]).
+    OnDisk,
 }
 
 /// Why a file's current bytes are not being used.
@@ -40,28 +50,110 @@ pub struct SourceFile {
     pub current: Result<Parsed, FileError>,
     /// What the catalog uses: the current parse, else the last good one.
     pub serving: Option<Parsed>,
+    /// The hash of the bytes `serving` was parsed from.
+    pub serving_hash: Option<[u8; 32]>,
+    /// The file's metadata when it was read (files read from disk only).
+    stamp: Option<Stamp>,
+}
+
+impl SourceFile {
+    /// What a build read of this file: the hash of what serves, else of
+    /// the current bytes. Two builds that read files in equal states
+    /// produce the same tools.
+    pub fn state(&self) -> [u8; 32] {
+        self.serving_hash.unwrap_or(self.hash)
+    }
+}
+
+/// What a file's metadata says about its bytes: equal stamps, read long
+/// enough after the write, mean equal bytes (git's rule for its index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    /// Inode, device and change time where the platform has them: a
+    /// rename-save or a symlink swap changes them even when size and
+    /// modification time are kept.
+    identity: (u64, u64, i64, i64),
+}
+
+/// A file modified this close to a scan may change again within the
+/// timestamp's resolution: it is read again at the next scan.
+const RACY: Duration = Duration::from_secs(2);
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        #[cfg(unix)]
+        let identity = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.ino(), meta.dev(), meta.ctime(), meta.ctime_nsec())
+        };
+        #[cfg(not(unix))]
+        let identity = (0, 0, 0, 0);
+        Stamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            identity,
+        }
+    }
+
+    /// Whether a file with this stamp, seen at a scan started at
+    /// `scanned_at`, certainly still holds the bytes read then.
+    fn settled_before(&self, scanned_at: SystemTime) -> bool {
+        self.modified
+            .and_then(|modified| scanned_at.duration_since(modified).ok())
+            .is_some_and(|age| age >= RACY)
+    }
 }
 
 /// Every catalog file below the folder, by `/`-separated relative path.
 #[derive(Debug, Clone, Default)]
 pub struct Sources {
     pub files: BTreeMap<Arc<str>, SourceFile>,
+    /// The folder they were read from (`None`: given in memory).
+    dir: Option<PathBuf>,
+    /// When the scan that read them started.
+    scanned_at: Option<SystemTime>,
 }
 
 impl Sources {
     /// Reads the folder. Files whose hash matches `previous` are not parsed
     /// again; files that fail to parse keep `previous`'s last good version.
+    /// A file whose metadata is unchanged since a scan that read it (and
+    /// was not modified just before that scan) is not read again.
     pub fn scan(dir: &Path, previous: Option<&Sources>) -> std::io::Result<Sources> {
+        let scanned_at = SystemTime::now();
         let mut found = Vec::new();
         walk(dir, "", 0, &mut found)?;
-        let mut files = Vec::with_capacity(found.len());
-        for rel in found {
-            // A file deleted between listing and reading is simply gone.
-            if let Ok(bytes) = std::fs::read(dir.join(&rel)) {
-                files.push((rel, bytes));
+        let same_dir = previous.filter(|p| p.dir.as_deref() == Some(dir));
+        let mut out = BTreeMap::new();
+        for (rel, meta) in found {
+            let stamp = Stamp::of(&meta);
+            let before = same_dir.and_then(|p| Some((p.files.get(rel.as_str())?, p.scanned_at?)));
+            if let Some((before, then)) = before
+                && before.stamp == Some(stamp)
+                && stamp.settled_before(then)
+            {
+                out.insert(Arc::from(rel.as_str()), before.clone());
+                continue;
             }
+            // A file deleted between listing and reading is simply gone.
+            let Ok(bytes) = std::fs::read(dir.join(&rel)) else {
+                continue;
+            };
+            let mut file = read_file(
+                &rel,
+                &bytes,
+                previous.and_then(|p| p.files.get(rel.as_str())),
+            );
+            file.stamp = Some(stamp);
+            out.insert(Arc::from(rel.as_str()), file);
         }
-        Ok(Sources::from_files(files, previous))
+        Ok(Sources {
+            files: out,
+            dir: Some(dir.to_path_buf()),
+            scanned_at: Some(scanned_at),
+        })
     }
 
     /// Builds from in-memory files (relative path, bytes).
@@ -74,56 +166,99 @@ impl Sources {
             if !is_catalog_file(&rel) {
                 continue;
             }
-            let hash: [u8; 32] = Sha256::digest(&bytes).into();
             let before = previous.and_then(|p| p.files.get(rel.as_str()));
-            let file = match before {
-                Some(before) if before.hash == hash => before.clone(),
-                _ => {
-                    let current = parse_file(&rel, &bytes);
-                    let serving = match &current {
-                        Ok(parsed) => Some(parsed.clone()),
-                        Err(_) => before.and_then(|b| b.serving.clone()),
-                    };
-                    SourceFile {
-                        hash,
-                        current,
-                        serving,
-                    }
-                }
-            };
-            out.insert(Arc::from(rel.as_str()), file);
+            out.insert(Arc::from(rel.as_str()), read_file(&rel, &bytes, before));
         }
-        Sources { files: out }
+        Sources {
+            files: out,
+            dir: None,
+            scanned_at: None,
+        }
     }
 
-    /// Every parsed JSON/YAML file (not sidecars), for `$ref` resolution.
-    pub fn json_files(&self) -> BTreeMap<Arc<str>, Arc<Value>> {
-        self.files
-            .iter()
-            .filter_map(|(rel, file)| match &file.serving {
-                Some(Parsed::Json(value)) => Some((rel.clone(), value.clone())),
-                _ => None,
-            })
-            .collect()
+    /// The files whose relative path `keep` accepts, as read.
+    pub fn subset(&self, keep: impl Fn(&str) -> bool) -> Sources {
+        Sources {
+            files: self
+                .files
+                .iter()
+                .filter(|(rel, _)| keep(rel))
+                .map(|(rel, file)| (rel.clone(), file.clone()))
+                .collect(),
+            dir: self.dir.clone(),
+            scanned_at: self.scanned_at,
+        }
+    }
+
+    /// Forgets the parsed documents that can be read again from disk (a
+    /// served gateway calls this after each build): only sidecars and last
+    /// good versions no longer on disk stay parsed.
+    pub fn release_parsed(&mut self) {
+        if self.dir.is_none() {
+            return;
+        }
+        for file in self.files.values_mut() {
+            if file.current.is_err() {
+                continue;
+            }
+            if let Ok(parsed @ Parsed::Json(_)) = &mut file.current {
+                *parsed = Parsed::OnDisk;
+            }
+            if let Some(parsed @ Parsed::Json(_)) = &mut file.serving {
+                *parsed = Parsed::OnDisk;
+            }
+        }
+    }
+
+    /// The parsed JSON/YAML file that serves at `rel`: kept in memory, or
+    /// read again from disk. `None` when it is not a serving JSON/YAML
+    /// file, or when it changed on disk since the scan (the next scan reads
+    /// it and rebuilds what depends on it).
+    pub fn load(&self, rel: &str) -> Option<Arc<Value>> {
+        let file = self.files.get(rel)?;
+        match file.serving.as_ref()? {
+            Parsed::Json(value) => Some(value.clone()),
+            Parsed::Sidecar(_) => None,
+            Parsed::OnDisk => {
+                let bytes = std::fs::read(self.dir.as_ref()?.join(rel)).ok()?;
+                let hash: [u8; 32] = Sha256::digest(&bytes).into();
+                if Some(hash) != file.serving_hash {
+                    return None;
+                }
+                parse_bytes(rel, &bytes).ok().map(Arc::new)
+            }
+        }
+    }
+
+    /// The relative paths of the serving JSON/YAML files that are not
+    /// sidecars: API documents and the files they `$ref`.
+    pub fn json_paths(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.files.iter().filter_map(|(rel, file)| {
+            matches!(file.serving, Some(Parsed::Json(_) | Parsed::OnDisk)).then_some(rel)
+        })
     }
 
     /// The sidecar serving for a document, if any: `NAME.sezzlee.json`,
     /// `.yaml` or `.yml` beside `NAME.ext`.
     pub fn sidecar_paths_for(&self, document: &str) -> Vec<Arc<str>> {
-        let stem = match document.rsplit_once('.') {
-            Some((stem, _)) => stem,
-            None => document,
-        };
-        ["json", "yaml", "yml"]
+        sidecar_candidates(document)
             .iter()
-            .filter_map(|ext| {
-                let path = format!("{stem}.sezzlee.{ext}");
+            .filter_map(|path| {
                 self.files
                     .get_key_value(path.as_str())
                     .map(|(k, _)| k.clone())
             })
             .collect()
     }
+}
+
+/// Where a document's sidecar may be, in the order of preference.
+pub fn sidecar_candidates(document: &str) -> [String; 3] {
+    let stem = match document.rsplit_once('.') {
+        Some((stem, _)) => stem,
+        None => document,
+    };
+    ["json", "yaml", "yml"].map(|ext| format!("{stem}.sezzlee.{ext}"))
 }
 
 /// Whether a path names a sidecar.
@@ -152,7 +287,13 @@ pub fn is_ignored_name(name: &str) -> bool {
         || (name.starts_with('#') && name.ends_with('#'))
 }
 
-fn walk(dir: &Path, prefix: &str, depth: usize, found: &mut Vec<String>) -> std::io::Result<()> {
+/// The catalog files below `dir`, with their metadata.
+fn walk(
+    dir: &Path,
+    prefix: &str,
+    depth: usize,
+    found: &mut Vec<(String, std::fs::Metadata)>,
+) -> std::io::Result<()> {
     if depth > MAX_DEPTH {
         return Ok(());
     }
@@ -181,10 +322,34 @@ fn walk(dir: &Path, prefix: &str, depth: usize, found: &mut Vec<String>) -> std:
         if meta.is_dir() {
             walk(&entry.path(), &rel, depth + 1, found)?;
         } else if meta.is_file() && is_catalog_file(&rel) {
-            found.push(rel);
+            found.push((rel, meta));
         }
     }
     Ok(())
+}
+
+/// A file's entry from its bytes: the entry before it reused when the bytes
+/// are the same, its last good version kept when they no longer parse.
+fn read_file(rel: &str, bytes: &[u8], before: Option<&SourceFile>) -> SourceFile {
+    let hash: [u8; 32] = Sha256::digest(bytes).into();
+    if let Some(before) = before.filter(|b| b.hash == hash) {
+        return before.clone();
+    }
+    let current = parse_file(rel, bytes);
+    let (serving, serving_hash) = match &current {
+        Ok(parsed) => (Some(parsed.clone()), Some(hash)),
+        Err(_) => match before {
+            Some(b) => (b.serving.clone(), b.serving_hash),
+            None => (None, None),
+        },
+    };
+    SourceFile {
+        hash,
+        current,
+        serving,
+        serving_hash,
+        stamp: None,
+    }
 }
 
 fn parse_file(rel: &str, bytes: &[u8]) -> Result<Parsed, FileError> {

@@ -83,12 +83,14 @@ impl Gateway {
     /// Builds the catalog from the configured folder, then the gateway.
     pub fn load(settings: Settings) -> Result<(Arc<Gateway>, Sources), StartError> {
         let started = Instant::now();
-        let sources =
+        let mut sources =
             Sources::scan(&settings.catalogs, None).map_err(|error| StartError::Catalogs {
                 dir: settings.catalogs.clone(),
                 error,
             })?;
         let catalog = Catalog::build_with(&sources, &settings.build_options());
+        // The documents are read again from disk when a rebuild needs them.
+        sources.release_parsed();
         let gateway = Gateway::new(settings, catalog, started.elapsed())?;
         Ok((gateway, sources))
     }

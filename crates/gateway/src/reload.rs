@@ -59,15 +59,19 @@ impl Reloader {
         let previous = sources.clone();
         let options = self.gateway.settings.build_options();
         let started = Instant::now();
+        let served = self.gateway.store.current();
         let scanned = tokio::task::spawn_blocking(move || {
-            let next = Sources::scan(&dir, Some(&previous))?;
+            let mut next = Sources::scan(&dir, Some(&previous))?;
             if same_files(&previous, &next) {
                 return Ok::<_, std::io::Error>((next, None));
             }
-            // Cards, folded tags and rules are prepared here too, off the
-            // async workers.
-            let catalog = Catalog::build_with(&next, &options);
-            let prepared = crate::tools::Prepared::new(&catalog);
+            // Only the documents whose inputs changed are built again; cards,
+            // folded tags and rules are prepared here too, off the async
+            // workers, reusing those of unchanged tools.
+            let catalog = Catalog::rebuild(&next, &options, &served.catalog);
+            next.release_parsed();
+            let prepared =
+                crate::tools::Prepared::reusing(&catalog, &served.catalog, &served.prepared);
             Ok((next, Some((catalog, prepared))))
         })
         .await;

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use served::Served;
 use sezzlee_catalog::Catalog;
 use sezzlee_catalog::search::fold;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The three tools, by name: a call names one of these or none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,31 +80,69 @@ pub struct Prepared {
     /// The distinct visibility rules of the catalog, and each tool's rule.
     pub rules: Vec<Rule>,
     pub rule_of: Vec<usize>,
-    /// Each tool's compiled inputSchema, built on first use.
-    validators: Vec<OnceLock<Result<jsonschema::Validator, String>>>,
+    /// Each tool's compiled inputSchema, built on first use (shared with
+    /// the next catalog's when the tool is unchanged).
+    validators: Vec<Arc<CompiledInput>>,
 }
+
+/// A tool's compiled inputSchema, once compiled.
+type CompiledInput = OnceLock<Result<jsonschema::Validator, String>>;
 
 impl Prepared {
     pub fn new(catalog: &Catalog) -> Prepared {
-        let cards = catalog
-            .tools()
+        Prepared::build(catalog, |_| None)
+    }
+
+    /// What serves `catalog`, taking each unchanged tool's card, tags and
+    /// compiled schema from `earlier` (what served `previous`).
+    pub fn reusing(catalog: &Catalog, previous: &Catalog, earlier: &Prepared) -> Prepared {
+        Prepared::build(catalog, |tool| {
+            let index = previous.position(&tool.name)?;
+            let before = previous.tools().get(index)?;
+            (before.same_body(tool) && before.version == tool.version).then_some((earlier, index))
+        })
+    }
+
+    /// `same(tool)`: where an identical tool was prepared before.
+    fn build<'p>(
+        catalog: &Catalog,
+        same: impl Fn(&sezzlee_catalog::Tool) -> Option<(&'p Prepared, usize)>,
+    ) -> Prepared {
+        let tools = catalog.tools();
+        let earlier: Vec<Option<(&Prepared, usize)>> = tools.iter().map(&same).collect();
+        let cards = tools
             .iter()
-            .map(|tool| cards::escaped_card(&Card::of(tool).json(&tool.name)))
+            .zip(&earlier)
+            .map(|(tool, earlier)| match earlier {
+                Some((prepared, i)) if *i < prepared.cards.len() => prepared.cards[*i].clone(),
+                _ => cards::escaped_card(&Card::of(tool).json(&tool.name)),
+            })
             .collect();
-        let folded_tags: Vec<Vec<String>> = catalog
-            .tools()
+        let folded_tags: Vec<Vec<String>> = tools
             .iter()
-            .map(|tool| {
-                let mut tags: Vec<String> = tool.tags.iter().map(|t| fold(t)).collect();
-                tags.dedup();
-                tags
+            .zip(&earlier)
+            .map(|(tool, earlier)| match earlier {
+                Some((prepared, i)) if *i < prepared.folded_tags.len() => {
+                    prepared.folded_tags[*i].clone()
+                }
+                _ => {
+                    let mut tags: Vec<String> = tool.tags.iter().map(|t| fold(t)).collect();
+                    tags.dedup();
+                    tags
+                }
             })
             .collect();
         let mut vocabulary: Vec<String> = folded_tags.iter().flatten().cloned().collect();
         vocabulary.sort();
         vocabulary.dedup();
-        let validators = (0..catalog.tools().len())
-            .map(|_| OnceLock::new())
+        let validators = earlier
+            .iter()
+            .map(|earlier| match earlier {
+                Some((prepared, i)) if *i < prepared.validators.len() => {
+                    prepared.validators[*i].clone()
+                }
+                _ => Arc::default(),
+            })
             .collect();
         let mut rules: Vec<Rule> = Vec::new();
         let rule_of = catalog
