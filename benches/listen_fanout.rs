@@ -545,7 +545,7 @@ fn same_parse(a: &Option<Parsed>, b: &Option<Parsed>) -> bool {
     match (a, b) {
         (Some(Parsed::Json(a)), Some(Parsed::Json(b))) => Arc::ptr_eq(a, b),
         (Some(Parsed::Sidecar(a)), Some(Parsed::Sidecar(b))) => Arc::ptr_eq(a, b),
-        (None, None) => true,
+        (Some(Parsed::OnDisk), Some(Parsed::OnDisk)) | (None, None) => true,
         _ => false,
     }
 }

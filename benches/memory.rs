@@ -94,13 +94,16 @@ fn mib(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
-/// Every distinct definition and schema root the tools hold.
+/// Every distinct definition and schema root (value trees: the published
+/// inputs that were compacted, and the outputs) the tools hold.
 fn schemas(catalog: &Catalog) -> (Vec<Arc<Def>>, Vec<&Schema>) {
     let mut defs: HashMap<usize, Arc<Def>> = HashMap::new();
     let mut roots: HashMap<usize, &Schema> = HashMap::new();
     for tool in catalog.tools() {
-        let mut schemas = vec![&tool.input_schema];
-        schemas.extend(tool.published_input.as_ref());
+        for def in &tool.input_schema.defs {
+            defs.insert(Arc::as_ptr(def) as usize, def.clone());
+        }
+        let mut schemas: Vec<&Schema> = tool.published_input.iter().collect();
         schemas.extend(tool.output_schema.as_deref());
         for schema in schemas {
             roots.insert(schema as *const Schema as usize, schema);
@@ -132,7 +135,15 @@ fn main() {
     let canonical_bytes: usize = defs.iter().map(|def| def.canonical.capacity()).sum();
     let def_value_bytes = copy_bytes(defs.iter().map(|def| &def.value));
     let root_bytes = copy_bytes(roots.iter().map(|schema| &schema.root));
-    let input_root_bytes = copy_bytes(catalog.tools().iter().map(|tool| &tool.input_schema.root));
+    let input_root_bytes: usize = {
+        let mut seen = std::collections::HashSet::new();
+        catalog
+            .tools()
+            .iter()
+            .filter(|tool| seen.insert(&tool.input_schema as *const _ as usize))
+            .map(|tool| tool.input_schema.root_len())
+            .sum()
+    };
     let distinct_output_roots = {
         let mut seen = std::collections::HashSet::new();
         for tool in catalog.tools() {
@@ -161,8 +172,9 @@ fn main() {
     let rebuild_peak = PEAK.load(Ordering::Relaxed).saturating_sub(baseline);
     drop((rebuilt, rebuilt_prepared));
 
-    let rest =
-        catalog_bytes.saturating_sub(index_bytes + def_value_bytes + canonical_bytes + root_bytes);
+    let rest = catalog_bytes.saturating_sub(
+        index_bytes + def_value_bytes + canonical_bytes + root_bytes + input_root_bytes,
+    );
     println!(
         "{tools} tools, {} documents, {distinct_defs} distinct definitions",
         catalog.documents.len()
@@ -172,13 +184,19 @@ fn main() {
     let row = |part: &str, bytes: usize| {
         println!("| {part} | {} | {} B |", mib(bytes), bytes / tools.max(1));
     };
-    row("sources (parsed documents kept for reloads)", sources_bytes);
+    row(
+        "sources (hashes and stamps; documents are read again when rebuilt)",
+        sources_bytes,
+    );
     row("catalog, all", catalog_bytes);
     row("  search index", index_bytes);
     row("  definitions: value trees", def_value_bytes);
     row("  definitions: canonical JSON", canonical_bytes);
-    row("  schema roots", root_bytes);
-    row("    of which full input roots", input_root_bytes);
+    row("  full input roots (packed JSON text)", input_root_bytes);
+    row(
+        "  other schema roots (compacted inputs, outputs)",
+        root_bytes,
+    );
     row("  the rest (text, dispatch, diagnostics)", rest);
     row("serving data (cards, tags, rules)", prepared_bytes);
     row("steady total (allocated)", steady);

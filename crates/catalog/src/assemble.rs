@@ -14,6 +14,8 @@ use super::diagnostics::{Diagnostic, codes};
 use super::draft::{DocumentBuild, Draft};
 use super::fingerprint::{CanonicalSink, VersionHasher, write_canonical_to, write_string};
 use super::naming;
+use super::revision::Revision;
+use super::schema::{PackedSchema, Schema};
 use super::unit::{DocumentPart, DocumentUnit};
 use super::{BuildOptions, Catalog, Tool, ToolBody};
 use serde_json::{Map, Value, json};
@@ -27,9 +29,10 @@ pub(crate) fn finish_document(mut document: DocumentBuild) -> (DocumentPart, Vec
     let mut tools = Vec::with_capacity(document.drafts.len());
     let mut pointers = Vec::with_capacity(document.drafts.len());
     for draft in document.drafts {
+        let version = version_of(&draft.name, &VersionParts::of_draft(&draft));
         let (name, pointer, body) = body_of(draft, document.file.clone());
         pointers.push(pointer);
-        tools.push(Tool::named(name, Arc::new(body)));
+        tools.push(Tool::with_version(name, version, Arc::new(body)));
     }
     let part = DocumentPart {
         namespace: document.namespace,
@@ -259,9 +262,26 @@ fn too_large(tool: &Tool, pointer: &str, budget: usize) -> Option<Diagnostic> {
 /// A draft's name, pointer and body.
 fn body_of(draft: Draft, document: Arc<str>) -> (String, String, ToolBody) {
     let observable = observable_digest(&draft);
+    let members = draft.input_schema.properties();
+    let argument_names = members
+        .map(|props| props.keys().map(|k| k.as_str().into()).collect())
+        .unwrap_or_default();
+    let base64_members = members
+        .map(|props| {
+            props
+                .iter()
+                .filter(|(_, schema)| {
+                    schema.get("contentEncoding").and_then(Value::as_str) == Some("base64")
+                })
+                .map(|(name, _)| name.as_str().into())
+                .collect()
+        })
+        .unwrap_or_default();
     let body = ToolBody {
         description: draft.description,
-        input_schema: draft.input_schema,
+        input_schema: PackedSchema::pack(draft.input_schema),
+        argument_names,
+        base64_members,
         published_input: draft.published_input,
         output_schema: draft.output_schema,
         compaction: draft.compaction,
@@ -292,25 +312,60 @@ fn observable_digest(draft: &Draft) -> [u8; 32] {
     Sha256::digest(observable.to_string().as_bytes()).into()
 }
 
+/// What a version is computed over besides the name.
+pub(crate) struct VersionParts<'a> {
+    annotations: Option<&'a Map<String, Value>>,
+    description: &'a str,
+    input_schema: &'a Schema,
+    published_input: Option<&'a Schema>,
+    output_schema: Option<&'a Schema>,
+    revision: Option<Revision>,
+}
+
+impl<'a> VersionParts<'a> {
+    fn of_draft(draft: &'a Draft) -> Self {
+        VersionParts {
+            annotations: draft.annotations.as_ref(),
+            description: &draft.description,
+            input_schema: &draft.input_schema,
+            published_input: draft.published_input.as_ref(),
+            output_schema: draft.output_schema.as_deref(),
+            revision: draft.revision,
+        }
+    }
+
+    /// A built body's parts, with its full input unpacked as `input`.
+    pub(crate) fn of(body: &'a ToolBody, input: &'a Schema) -> Self {
+        VersionParts {
+            annotations: body.annotations.as_ref(),
+            description: &body.description,
+            input_schema: input,
+            published_input: body.published_input.as_ref(),
+            output_schema: body.output_schema.as_deref(),
+            revision: body.revision,
+        }
+    }
+}
+
 /// SHA-256 over the canonical JSON of `{annotations?, description,
 /// inputSchema, inputValidation?, name, outputSchema?, revision?}` (keys
 /// already in sorted order), streamed so large schemas are never rendered
 /// whole. `inputSchema` is the published one; `inputValidation`, the full
 /// schema calls are checked against, is there only when the published one
 /// was compacted, so a change to an elided part still changes the version.
-pub(crate) fn version_of(name: &str, draft: &ToolBody) -> String {
+pub(crate) fn version_of(name: &str, draft: &VersionParts<'_>) -> String {
     let mut hasher = VersionHasher::default();
     let sink: &mut dyn CanonicalSink = &mut hasher;
     sink.push("{");
-    if let Some(annotations) = &draft.annotations {
+    if let Some(annotations) = draft.annotations {
         sink.push("\"annotations\":");
         write_canonical_to(&Value::Object(annotations.clone()), sink);
         sink.push(",");
     }
     sink.push("\"description\":");
-    write_string(&draft.description, sink);
+    write_string(draft.description, sink);
     sink.push(",\"inputSchema\":");
-    match &draft.published_input {
+    match draft.published_input {
         Some(published) => {
             published.write_canonical(sink);
             sink.push(",\"inputValidation\":");
@@ -320,7 +375,7 @@ pub(crate) fn version_of(name: &str, draft: &ToolBody) -> String {
     }
     sink.push(",\"name\":");
     write_string(name, sink);
-    if let Some(output) = &draft.output_schema {
+    if let Some(output) = draft.output_schema {
         sink.push(",\"outputSchema\":");
         output.write_canonical(sink);
     }

@@ -12,9 +12,10 @@ use super::openapi::{build_document, dialect_of, sidecar_for};
 use super::refs::{Loader, Resolver};
 use super::source::{Sources, is_sidecar, sidecar_candidates};
 use super::unit::{DocumentUnit, input_state};
-use super::{BuildOptions, Catalog, assemble};
+use super::{BuildOptions, BuildReport, Catalog, assemble};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The catalog of the folder's files, reusing what it can of `previous`.
 pub fn build_catalog(
@@ -46,12 +47,15 @@ pub fn build_catalog(
         .filter(|rel| !is_sidecar(rel))
         .cloned()
         .collect();
+    let started = Instant::now();
     let mut loader = Loader::new(sources);
     let mut units = Vec::with_capacity(paths.len());
+    let mut reused = 0;
     for rel in paths {
         let before = earlier.get(&*rel).copied();
         if let Some(unit) = before.filter(|unit| unit.is_current(sources, options)) {
             units.push(unit.clone());
+            reused += 1;
             continue;
         }
         let built = build_unit(&loader, sources, &rel, options);
@@ -76,7 +80,18 @@ pub fn build_catalog(
             )),
         }
     }
-    assemble::assemble(units, diagnostics, options, previous)
+    let files = started.elapsed();
+    let files_built = units.len() - reused;
+    let started = Instant::now();
+    let mut catalog = assemble::assemble(units, diagnostics, options, previous);
+    catalog.report = BuildReport {
+        files_built,
+        files_reused: reused,
+        files,
+        assemble: started.elapsed().saturating_sub(catalog.report.index),
+        index: catalog.report.index,
+    };
+    catalog
 }
 
 /// One file's unit; `None` when a file it needs could not be read again.

@@ -29,7 +29,7 @@ pub use assemble::version_source;
 pub use compact::fit::Compaction;
 pub use diagnostics::{Diagnostic, Severity};
 pub use input::is_json_media_type;
-pub use schema::Schema;
+pub use schema::{PackedSchema, Schema};
 pub use source::Sources;
 
 use serde_json::{Map, Value, json};
@@ -132,10 +132,15 @@ impl std::ops::Deref for Tool {
 pub struct ToolBody {
     pub description: String,
     /// The full input schema: calls are validated against it.
-    pub input_schema: Schema,
+    pub input_schema: PackedSchema,
     /// The inputSchema agents see, when it had to be compacted to fit the
     /// response budget (`None`: `input_schema` itself).
     pub published_input: Option<Schema>,
+    /// The inputSchema's top-level members, in order.
+    pub argument_names: Box<[Box<str>]>,
+    /// Top-level members whose schema says `contentEncoding: base64`
+    /// (sent as bytes).
+    pub base64_members: Box<[Box<str>]>,
     /// The outputSchema agents see, compacted to the output depth (see
     /// [`compact`]); shared by every variant of the operation.
     pub output_schema: Option<Arc<Schema>>,
@@ -164,7 +169,8 @@ pub struct ToolBody {
 impl Tool {
     /// The tool called `name`, its version computed.
     pub(crate) fn named(name: String, body: Arc<ToolBody>) -> Tool {
-        let version = assemble::version_of(&name, &body);
+        let input = body.input_schema.unpack();
+        let version = assemble::version_of(&name, &assemble::VersionParts::of(&body, &input));
         Tool::with_version(name, version, body)
     }
 
@@ -218,19 +224,18 @@ impl Tool {
             description: &self.description,
             search_terms: &self.search_terms,
             route: &self.route,
-            argument_names: self
-                .input_schema
-                .properties()
-                .map(|props| props.keys().map(String::as_str).collect())
-                .unwrap_or_default(),
+            argument_names: self.argument_names.iter().map(|name| &**name).collect(),
             tags: &self.tags,
             document: &self.document,
         }
     }
 
     /// The inputSchema agents see.
-    pub fn published_input(&self) -> &Schema {
-        self.published_input.as_ref().unwrap_or(&self.input_schema)
+    pub fn published_input(&self) -> std::borrow::Cow<'_, Schema> {
+        match &self.published_input {
+            Some(published) => std::borrow::Cow::Borrowed(published),
+            None => std::borrow::Cow::Owned(self.input_schema.unpack()),
+        }
     }
 }
 
@@ -288,6 +293,24 @@ pub struct Catalog {
     fingerprint: [u8; 32],
     /// Each JSON/YAML file's part, in path order, kept for the next build.
     units: Vec<Arc<unit::DocumentUnit>>,
+    /// What the build that made this catalog did, and how long it took.
+    pub report: BuildReport,
+}
+
+/// What one build did: files built and reused, and the time of its steps,
+/// for the reload log and the benchmarks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuildReport {
+    /// JSON/YAML files built (parsed, converted, named, versioned).
+    pub files_built: usize,
+    /// Files whose part of the previous catalog was reused whole.
+    pub files_reused: usize,
+    /// Building the files that needed it.
+    pub files: std::time::Duration,
+    /// Names across documents, sorting, the fingerprint (all but the index).
+    pub assemble: std::time::Duration,
+    /// Laying out the search index.
+    pub index: std::time::Duration,
 }
 
 impl Catalog {
@@ -337,7 +360,12 @@ impl Catalog {
             .enumerate()
             .map(|(i, tool)| (tool.name.clone(), i))
             .collect();
+        let started = std::time::Instant::now();
         let index = search::SearchIndex::build(tools.iter().map(Tool::search_fields));
+        let report = BuildReport {
+            index: started.elapsed(),
+            ..BuildReport::default()
+        };
         let fingerprint = observable_fingerprint(&tools);
         Catalog {
             tools,
@@ -347,6 +375,7 @@ impl Catalog {
             diagnostics,
             fingerprint,
             units,
+            report,
         }
     }
 

@@ -168,6 +168,45 @@ impl Schema {
     }
 }
 
+/// A schema kept as the compact JSON text of its root (members in their
+/// order) beside its shared definitions. A served catalog holds every
+/// tool's full inputSchema this way: it is read whole only to compile a
+/// validator, to show a definition that was not compacted, or to render a
+/// card, and text takes a fraction of a value tree's memory.
+#[derive(Debug, Clone)]
+pub struct PackedSchema {
+    root: Box<str>,
+    pub defs: Vec<Arc<Def>>,
+}
+
+impl PackedSchema {
+    pub fn pack(schema: Schema) -> PackedSchema {
+        let root = serde_json::to_string(&schema.root).unwrap_or_else(|_| "{}".to_string());
+        PackedSchema {
+            root: root.into_boxed_str(),
+            defs: schema.defs,
+        }
+    }
+
+    /// The schema again (its text was written from a map, so it reads back).
+    pub fn unpack(&self) -> Schema {
+        Schema {
+            root: serde_json::from_str(&self.root).unwrap_or_default(),
+            defs: self.defs.clone(),
+        }
+    }
+
+    /// The schema as one JSON value, `$defs` included.
+    pub fn to_value(&self) -> Value {
+        self.unpack().to_value()
+    }
+
+    /// Bytes of the root's text (for the memory benchmark).
+    pub fn root_len(&self) -> usize {
+        self.root.len()
+    }
+}
+
 struct DefEntry {
     def: Arc<Def>,
     deps: Vec<RefTarget>,

@@ -57,6 +57,20 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
+    /// Forgets the parse when the file on disk holds it: not for a file
+    /// whose current bytes do not parse (its last good version is only here).
+    fn release(&mut self) {
+        if self.current.is_err() {
+            return;
+        }
+        if let Ok(parsed @ Parsed::Json(_)) = &mut self.current {
+            *parsed = Parsed::OnDisk;
+        }
+        if let Some(parsed @ Parsed::Json(_)) = &mut self.serving {
+            *parsed = Parsed::OnDisk;
+        }
+    }
+
     /// What a build read of this file: the hash of what serves, else of
     /// the current bytes. Two builds that read files in equal states
     /// produce the same tools.
@@ -147,6 +161,12 @@ impl Sources {
                 previous.and_then(|p| p.files.get(rel.as_str())),
             );
             file.stamp = Some(stamp);
+            if previous.is_none() {
+                // A first scan keeps no parse: the build reads each document
+                // again and forgets it once built, so a folder of thousands
+                // of documents is never held parsed at once.
+                file.release();
+            }
             out.insert(Arc::from(rel.as_str()), file);
         }
         Ok(Sources {
@@ -198,15 +218,7 @@ impl Sources {
             return;
         }
         for file in self.files.values_mut() {
-            if file.current.is_err() {
-                continue;
-            }
-            if let Ok(parsed @ Parsed::Json(_)) = &mut file.current {
-                *parsed = Parsed::OnDisk;
-            }
-            if let Some(parsed @ Parsed::Json(_)) = &mut file.serving {
-                *parsed = Parsed::OnDisk;
-            }
+            file.release();
         }
     }
 

@@ -62,6 +62,7 @@ impl Reloader {
         let served = self.gateway.store.current();
         let scanned = tokio::task::spawn_blocking(move || {
             let mut next = Sources::scan(&dir, Some(&previous))?;
+            let scan = started.elapsed();
             if same_files(&previous, &next) {
                 return Ok::<_, std::io::Error>((next, None));
             }
@@ -70,9 +71,11 @@ impl Reloader {
             // workers, reusing those of unchanged tools.
             let catalog = Catalog::rebuild(&next, &options, &served.catalog);
             next.release_parsed();
+            let preparing = Instant::now();
             let prepared =
                 crate::tools::Prepared::reusing(&catalog, &served.catalog, &served.prepared);
-            Ok((next, Some((catalog, prepared))))
+            let steps = (scan, preparing.elapsed());
+            Ok((next, Some((catalog, prepared, steps))))
         })
         .await;
         let (next, catalog) = match scanned {
@@ -87,7 +90,7 @@ impl Reloader {
             }
         };
         *sources = next;
-        let Some((catalog, prepared)) = catalog else {
+        let Some((catalog, prepared, (scan, prepare))) = catalog else {
             return Outcome::Unchanged;
         };
         for diagnostic in &catalog.diagnostics {
@@ -100,6 +103,7 @@ impl Reloader {
         let changed = served.catalog.fingerprint() != catalog.fingerprint();
         let generation = served.generation + u64::from(changed);
         let tools = catalog.tools().len();
+        let report = catalog.report;
         let previous = self.gateway.store.swap(
             Served::with_prepared(catalog, prepared, generation, started.elapsed())
                 .with_search_cache(self.gateway.settings.search_cache_bytes),
@@ -110,6 +114,13 @@ impl Reloader {
         tracing::info!(
             generation,
             tools,
+            scan_ms = scan.as_millis() as u64,
+            files_built = report.files_built,
+            files_reused = report.files_reused,
+            files_ms = report.files.as_millis() as u64,
+            assemble_ms = report.assemble.as_millis() as u64,
+            index_ms = report.index.as_millis() as u64,
+            prepare_ms = prepare.as_millis() as u64,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "catalog reloaded"
         );

