@@ -16,6 +16,7 @@ use super::fingerprint::{CanonicalSink, VersionHasher, write_canonical_to, write
 use super::naming;
 use super::revision::Revision;
 use super::schema::{PackedSchema, Schema};
+use super::search::{SearchFields, ToolWords, analyse_document};
 use super::unit::{DocumentPart, DocumentUnit};
 use super::{BuildOptions, Catalog, Tool, ToolBody};
 use serde_json::{Map, Value, json};
@@ -28,9 +29,38 @@ pub(crate) fn finish_document(mut document: DocumentBuild) -> (DocumentPart, Vec
     dedupe_within(&mut document);
     let mut tools = Vec::with_capacity(document.drafts.len());
     let mut pointers = Vec::with_capacity(document.drafts.len());
-    for draft in document.drafts {
+    let words = {
+        let arguments: Vec<Vec<&str>> = document
+            .drafts
+            .iter()
+            .map(|draft| {
+                draft
+                    .input_schema
+                    .properties()
+                    .map(|props| props.keys().map(String::as_str).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let fields: Vec<SearchFields<'_>> = document
+            .drafts
+            .iter()
+            .zip(arguments)
+            .map(|(draft, argument_names)| SearchFields {
+                name: &draft.name,
+                description: &draft.description,
+                search_terms: &draft.search_terms,
+                route: &draft.route,
+                argument_names,
+                tags: &draft.tags,
+                document: &document.file,
+                words: None,
+            })
+            .collect();
+        analyse_document(&fields)
+    };
+    for (draft, words) in document.drafts.into_iter().zip(words) {
         let version = version_of(&draft.name, &VersionParts::of_draft(&draft));
-        let (name, pointer, body) = body_of(draft, document.file.clone());
+        let (name, pointer, body) = body_of(draft, document.file.clone(), words);
         pointers.push(pointer);
         tools.push(Tool::with_version(name, version, Arc::new(body)));
     }
@@ -260,7 +290,7 @@ fn too_large(tool: &Tool, pointer: &str, budget: usize) -> Option<Diagnostic> {
 }
 
 /// A draft's name, pointer and body.
-fn body_of(draft: Draft, document: Arc<str>) -> (String, String, ToolBody) {
+fn body_of(draft: Draft, document: Arc<str>, words: ToolWords) -> (String, String, ToolBody) {
     let observable = observable_digest(&draft);
     let members = draft.input_schema.properties();
     let argument_names = members
@@ -282,6 +312,7 @@ fn body_of(draft: Draft, document: Arc<str>) -> (String, String, ToolBody) {
         input_schema: PackedSchema::pack(draft.input_schema),
         argument_names,
         base64_members,
+        words,
         published_input: draft.published_input,
         output_schema: draft.output_schema,
         compaction: draft.compaction,

@@ -141,6 +141,8 @@ pub struct ToolBody {
     /// Top-level members whose schema says `contentEncoding: base64`
     /// (sent as bytes).
     pub base64_members: Box<[Box<str>]>,
+    /// What search reads of the tool but its name, analysed once.
+    pub words: search::ToolWords,
     /// The outputSchema agents see, compacted to the output depth (see
     /// [`compact`]); shared by every variant of the operation.
     pub output_schema: Option<Arc<Schema>>,
@@ -225,6 +227,7 @@ impl Tool {
             search_terms: &self.search_terms,
             route: &self.route,
             argument_names: self.argument_names.iter().map(|name| &**name).collect(),
+            words: Some(&self.words),
             tags: &self.tags,
             document: &self.document,
         }

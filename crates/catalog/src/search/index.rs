@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::analysis::{ToolWords, analyse_document, name_tokens};
 use super::effects::KeywordEffect;
 use super::words::{is_stopword, singular, tokens};
 
@@ -26,19 +27,22 @@ pub struct SearchFields<'a> {
     /// The API document the tool comes from: route segments most of a
     /// document's routes share (`/rest/api/3`) say nothing about any one.
     pub document: &'a str,
+    /// The tool's words but its name, analysed with its document; `None`:
+    /// analysed here, with the other tools of the same document.
+    pub words: Option<&'a ToolWords>,
 }
 
 /// The searchable fields, in the order of [`FIELD_WEIGHT`] and [`FIELD_B`].
 /// The description is two fields: its first [`LEAD_TOKENS`] tokens (the
 /// lead, usually the summary) and the rest.
-const FIELDS: usize = 7;
-const NAME: usize = 0;
-const SEARCH_TERMS: usize = 1;
-const TAGS: usize = 2;
-const ROUTE: usize = 3;
-const ARGUMENTS: usize = 4;
-const LEAD: usize = 5;
-const DESCRIPTION: usize = 6;
+pub(super) const FIELDS: usize = 7;
+pub(super) const NAME: usize = 0;
+pub(super) const SEARCH_TERMS: usize = 1;
+pub(super) const TAGS: usize = 2;
+pub(super) const ROUTE: usize = 3;
+pub(super) const ARGUMENTS: usize = 4;
+pub(super) const LEAD: usize = 5;
+pub(super) const DESCRIPTION: usize = 6;
 
 /// How much a match in each field weighs (BM25F field boost).
 pub(super) const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 3.0, 1.5, 1.5, 1.0, 0.9, 0.6];
@@ -47,7 +51,7 @@ pub(super) const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 3.0, 1.5, 1.5, 1.0, 0.9, 0.
 /// `gists_create_comment_reaction`.
 pub(super) const FIELD_B: [f32; FIELDS] = [0.9, 0.5, 0.3, 0.3, 0.3, 0.5, 0.75];
 /// How many tokens of the description make its lead.
-const LEAD_TOKENS: usize = 10;
+pub(super) const LEAD_TOKENS: usize = 10;
 
 /// One posting: a tool containing a word group, with the group's BM25F
 /// pseudo-frequency there (field-weighted, length-normalised).
@@ -71,12 +75,6 @@ impl Posting {
         self.doc_and_resource & RESOURCE_BIT != 0
     }
 }
-
-/// A route word in more than this share of its document's routes (when the
-/// document has at least [`SHARED_MIN_ROUTES`]) is a base path segment, not
-/// a resource.
-const SHARED_SHARE: f32 = 0.5;
-const SHARED_MIN_ROUTES: usize = 4;
 
 /// An inverted index over the tools of a catalog. Immutable once built, so
 /// it is `Send + Sync` and any number of queries may run on it at once.
@@ -104,9 +102,32 @@ impl SearchIndex {
     /// Indexes `docs` without the effects of common words (the public
     /// [`SearchIndex::build`] adds them).
     pub(super) fn index_tools<'a>(docs: impl IntoIterator<Item = SearchFields<'a>>) -> SearchIndex {
+        let docs: Vec<SearchFields<'a>> = docs.into_iter().collect();
+        // Tools that come without their words are analysed by document.
+        let mut by_document: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, doc) in docs.iter().enumerate() {
+            if doc.words.is_none() {
+                by_document.entry(doc.document).or_default().push(i);
+            }
+        }
+        let mut analysed: Vec<Option<ToolWords>> = vec![None; docs.len()];
+        for members in by_document.into_values() {
+            let fields: Vec<SearchFields<'a>> = members
+                .iter()
+                .map(|&i| SearchFields {
+                    argument_names: docs[i].argument_names.clone(),
+                    ..docs[i]
+                })
+                .collect();
+            for (i, words) in members.into_iter().zip(analyse_document(&fields)) {
+                analysed[i] = Some(words);
+            }
+        }
         let mut builder = Builder::default();
-        for doc in docs {
-            builder.add(&doc);
+        for (doc, own) in docs.iter().zip(&analysed) {
+            if let Some(words) = doc.words.or(own.as_ref()) {
+                builder.add(doc.name, words);
+            }
         }
         builder.finish()
     }
@@ -139,39 +160,50 @@ impl SearchIndex {
 #[derive(Default)]
 struct Builder {
     term_ids: HashMap<String, u32>,
+    /// Provisional term ids of each vocabulary met, by its address.
+    vocabularies: HashMap<usize, Vec<u32>>,
     /// (term, doc, frequency per field), in doc order.
     occurrences: Vec<(u32, u32, [u16; FIELDS])>,
     /// Token count per field, per doc.
     lengths: Vec<[u32; FIELDS]>,
-    /// Document id of each doc, by first appearance.
-    documents: HashMap<String, u32>,
-    /// (document, singular forms of the route's literal path words), per doc.
-    routes: Vec<(u32, Vec<String>)>,
+    /// The resource terms of each doc's route.
+    resources: Vec<Vec<u32>>,
 }
 
 impl Builder {
-    fn add(&mut self, doc: &SearchFields<'_>) {
+    fn add(&mut self, name: &str, words: &ToolWords) {
         let id = self.lengths.len() as u32;
-        let fields = field_tokens(doc);
-        let mut frequencies: HashMap<u32, [u16; FIELDS]> = HashMap::new();
-        let mut lengths = [0u32; FIELDS];
-        for (field, words) in fields.iter().enumerate() {
-            lengths[field] = words.len() as u32;
-            for word in words {
-                let term = self.term_id(word);
-                let slot = frequencies.entry(term).or_insert([0; FIELDS]);
-                slot[field] = slot[field].saturating_add(1);
+        let vocabulary = words.vocabulary();
+        let key = Arc::as_ptr(vocabulary) as *const u8 as usize;
+        if !self.vocabularies.contains_key(&key) {
+            let ids = vocabulary.iter().map(|term| self.term_id(term)).collect();
+            self.vocabularies.insert(key, ids);
+        }
+        let ids = self.vocabularies.get(&key).map_or(&[][..], Vec::as_slice);
+        let global = |term: u32| ids.get(term as usize).copied().unwrap_or(0);
+        let mut counts: Vec<(u32, [u16; FIELDS])> = words
+            .terms()
+            .map(|term| (global(term.term), term.counts))
+            .collect();
+        let resources: Vec<u32> = words.resource_terms().iter().map(|&t| global(t)).collect();
+        let names = name_tokens(name);
+        let mut lengths = words.lengths();
+        lengths[NAME] = names.len() as u32;
+        for token in &names {
+            let term = self.term_id(token);
+            match counts.iter_mut().find(|(t, _)| *t == term) {
+                Some((_, slot)) => slot[NAME] = slot[NAME].saturating_add(1),
+                None => {
+                    let mut slot = [0; FIELDS];
+                    slot[NAME] = 1;
+                    counts.push((term, slot));
+                }
             }
         }
-        let entries = frequencies.into_iter().map(|(term, f)| (term, id, f));
+        let entries = counts.into_iter().map(|(term, f)| (term, id, f));
         self.occurrences.extend(entries);
         self.lengths.push(lengths);
-        let next = self.documents.len() as u32;
-        let document = *self
-            .documents
-            .entry(doc.document.to_string())
-            .or_insert(next);
-        self.routes.push((document, route_words(doc.route)));
+        self.resources.push(resources);
     }
 
     fn term_id(&mut self, word: &str) -> u32 {
@@ -187,14 +219,23 @@ impl Builder {
         let doc_count = self.lengths.len();
         let (terms, remap) = sorted_terms(self.term_ids);
         let (term_group, groups) = singular_groups(&terms);
-        let mut occurrences: Vec<(u32, u32, [u16; FIELDS])> = self
-            .occurrences
-            .into_iter()
-            .map(|(term, doc, f)| (term_group[remap[term as usize] as usize], doc, f))
-            .collect();
-        occurrences.sort_unstable_by_key(|&(group, doc, _)| (group, doc));
+        let group_of = |term: u32| term_group[remap[term as usize] as usize];
+        let mut occurrences = self.occurrences;
+        for occurrence in &mut occurrences {
+            occurrence.0 = group_of(occurrence.0);
+        }
+        let occurrences = by_group(occurrences, groups.len());
         let merged = merge_occurrences(occurrences);
-        let resource_groups = resource_groups(&self.routes, &groups);
+        let resource_groups: Vec<Vec<u32>> = self
+            .resources
+            .iter()
+            .map(|terms| {
+                let mut ids: Vec<u32> = terms.iter().map(|&term| group_of(term)).collect();
+                ids.sort_unstable();
+                ids.dedup();
+                ids
+            })
+            .collect();
         let resources = resource_groups
             .iter()
             .map(|groups| groups.len().min(usize::from(u8::MAX)) as u8)
@@ -238,7 +279,7 @@ impl Builder {
 
 /// Singular forms of the literal words of a route's path: not the method,
 /// not `{parameters}`, not numbers or stopwords; each once.
-fn route_words(route: &str) -> Vec<String> {
+pub(super) fn route_words(route: &str) -> Vec<String> {
     let path = route.split_once(' ').map_or(route, |(_, path)| path);
     let mut literal = String::with_capacity(path.len());
     let mut depth = 0usize;
@@ -268,56 +309,31 @@ fn is_version(word: &str) -> bool {
         .is_some_and(|digits| !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
 }
 
-/// Per doc, the sorted groups of its route's resource segments: its route
-/// words minus those most routes of its document share.
-fn resource_groups(
-    routes: &[(u32, Vec<String>)],
-    groups: &HashMap<Box<str>, u32>,
-) -> Vec<Vec<u32>> {
-    let mut routes_per_document: HashMap<u32, usize> = HashMap::new();
-    let mut word_routes: HashMap<(u32, &str), usize> = HashMap::new();
-    for (document, words) in routes {
-        *routes_per_document.entry(*document).or_default() += 1;
-        for word in words {
-            *word_routes.entry((*document, word.as_str())).or_default() += 1;
+/// Occurrences ordered by group, each group's in the order given (doc
+/// order): a counting sort, linear in the occurrences.
+fn by_group(
+    occurrences: Vec<(u32, u32, [u16; FIELDS])>,
+    groups: usize,
+) -> Vec<(u32, u32, [u16; FIELDS])> {
+    let mut start = vec![0usize; groups + 1];
+    for (group, _, _) in &occurrences {
+        if let Some(count) = start.get_mut(*group as usize + 1) {
+            *count += 1;
         }
     }
-    routes
-        .iter()
-        .map(|(document, words)| {
-            let total = routes_per_document.get(document).copied().unwrap_or(0);
-            let mut ids: Vec<u32> = words
-                .iter()
-                .filter(|word| {
-                    let share = word_routes
-                        .get(&(*document, word.as_str()))
-                        .copied()
-                        .unwrap_or(0) as f32
-                        / total.max(1) as f32;
-                    total < SHARED_MIN_ROUTES || share <= SHARED_SHARE
-                })
-                .filter_map(|word| groups.get(word.as_str()).copied())
-                .collect();
-            ids.sort_unstable();
-            ids.dedup();
-            ids
-        })
-        .collect()
-}
-
-/// A tool's tokens per field.
-fn field_tokens(doc: &SearchFields<'_>) -> [Vec<String>; FIELDS] {
-    let mut fields: [Vec<String>; FIELDS] = Default::default();
-    fields[NAME] = tokens(doc.name);
-    fields[SEARCH_TERMS] = doc.search_terms.iter().flat_map(|s| tokens(s)).collect();
-    fields[TAGS] = doc.tags.iter().flat_map(|s| tokens(s)).collect();
-    fields[ROUTE] = tokens(doc.route);
-    fields[ARGUMENTS] = doc.argument_names.iter().flat_map(|s| tokens(s)).collect();
-    let mut description = tokens(doc.description);
-    let rest = description.split_off(description.len().min(LEAD_TOKENS));
-    fields[LEAD] = description;
-    fields[DESCRIPTION] = rest;
-    fields
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut sorted = vec![(0, 0, [0; FIELDS]); occurrences.len()];
+    for occurrence in occurrences.into_iter() {
+        if let Some(next) = start.get_mut(occurrence.0 as usize)
+            && let Some(slot) = sorted.get_mut(*next)
+        {
+            *slot = occurrence;
+            *next += 1;
+        }
+    }
+    sorted
 }
 
 /// Sums the frequencies of entries with the same (group, doc); `sorted` is
@@ -468,24 +484,30 @@ mod tests {
 
     #[test]
     fn path_words_most_routes_of_a_document_share_are_not_resources() {
-        let routes: Vec<(u32, Vec<String>)> = [
+        let routes = [
             "GET /rest/api/3/issue",
             "GET /rest/api/3/project",
             "GET /rest/api/3/user",
             "GET /rest/api/3/issue/{id}/comment",
-        ]
-        .iter()
-        .map(|route| (0, route_words(route)))
-        .collect();
-        let groups: HashMap<Box<str>, u32> = ["api", "comment", "issue", "project", "rest", "user"]
+        ];
+        let tools: Vec<SearchFields<'_>> = routes
             .iter()
-            .enumerate()
-            .map(|(i, w)| (Box::from(*w), i as u32))
+            .map(|route| SearchFields {
+                name: "x",
+                description: "",
+                search_terms: &[],
+                route,
+                argument_names: Vec::new(),
+                tags: &[],
+                document: "test.json",
+                words: None,
+            })
             .collect();
-        let resources = resource_groups(&routes, &groups);
+        let words = analyse_document(&tools);
+        let resources = |i: usize| words[i].resources().collect::<Vec<_>>();
         // rest and api are in every route; issue in half of them, kept.
-        assert_eq!(resources[0], vec![groups["issue"]]);
-        assert_eq!(resources[3], vec![groups["comment"], groups["issue"]]);
+        assert_eq!(resources(0), ["issue"]);
+        assert_eq!(resources(3), ["comment", "issue"]);
     }
 
     #[test]

@@ -71,6 +71,7 @@
 //! matching enough keywords to make it, and only their scores are summed.
 //! (What that costs is measured by `benches/search.rs`.)
 
+mod analysis;
 mod common;
 mod effects;
 mod index;
@@ -81,6 +82,7 @@ mod scratch;
 mod test_support;
 mod words;
 
+pub use analysis::{ToolWords, analyse_document};
 pub use effects::{KeywordEffect, KeywordEffects};
 pub use index::{SearchFields, SearchIndex};
 pub use words::{MAX_KEYWORDS, fold, keywords, query_keywords, singular};

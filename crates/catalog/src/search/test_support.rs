@@ -35,6 +35,7 @@ pub(super) fn index(tools: &[Tool]) -> SearchIndex {
         argument_names: t.arguments.clone(),
         tags: &t.tags,
         document: "test.json",
+        words: None,
     }))
 }
 
