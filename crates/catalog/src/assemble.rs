@@ -103,7 +103,12 @@ pub(crate) fn assemble(
         diagnostics.append(&mut renamed);
         for ((tool, pointer), name) in part.tools.iter().zip(&part.pointers).zip(names) {
             let tool = if name == tool.name {
-                tool.clone()
+                Tool {
+                    name,
+                    version: tool.version.clone(),
+                    definition_size: tool.definition_size,
+                    body: tool.body.clone(),
+                }
             } else {
                 match previous.and_then(|p| p.tool(&name)) {
                     Some(before) if before.same_body(tool) => {
@@ -229,9 +234,35 @@ fn dedupe_across(
     parts: &[(&DocumentUnit, Option<&DocumentPart>)],
     names: &mut [Vec<String>],
 ) -> Vec<Vec<Diagnostic>> {
+    let mut warnings = Vec::with_capacity(parts.len());
+    let clash = {
+        let mut seen: HashSet<&str> = HashSet::new();
+        !names.iter().flatten().all(|name| seen.insert(name))
+    };
+    if !clash {
+        // Usually no name clashes once prefixed: only the warnings to write.
+        for ((unit, part), names) in parts.iter().zip(names.iter()) {
+            let mine = part
+                .iter()
+                .flat_map(|part| part.tools.iter().zip(&part.pointers))
+                .zip(names)
+                .filter(|((tool, _), name)| **name != tool.name)
+                .map(|((tool, pointer), name)| {
+                    renamed(
+                        &unit.file,
+                        pointer,
+                        &tool.name,
+                        name,
+                        "is also used by another document",
+                    )
+                })
+                .collect();
+            warnings.push(mine);
+        }
+        return warnings;
+    }
     let all: HashSet<String> = names.iter().flatten().cloned().collect();
     let mut used: HashSet<String> = HashSet::with_capacity(all.len());
-    let mut warnings = Vec::with_capacity(parts.len());
     for ((unit, part), names) in parts.iter().zip(names.iter_mut()) {
         let mut mine = Vec::new();
         let Some(part) = part else {

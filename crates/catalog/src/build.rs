@@ -13,6 +13,7 @@ use super::refs::{Loader, Resolver};
 use super::source::{Sources, is_sidecar, sidecar_candidates};
 use super::unit::{DocumentUnit, input_state};
 use super::{BuildOptions, BuildReport, Catalog, assemble};
+use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
@@ -48,20 +49,37 @@ pub fn build_catalog(
         .cloned()
         .collect();
     let started = Instant::now();
-    let mut loader = Loader::new(sources);
-    let mut units = Vec::with_capacity(paths.len());
+    let loader = Loader::new(sources);
+    // Files build in parallel, each independent of the others; the results
+    // are taken in path order, so the catalog does not depend on timing.
+    let built: Vec<Outcome<'_>> = paths
+        .into_par_iter()
+        .map(|rel| {
+            let before = earlier.get(&*rel).copied();
+            let built = match before.filter(|unit| unit.is_current(sources, options)) {
+                Some(unit) => Built::Reused(unit.clone()),
+                None => match build_unit(&loader, sources, &rel, options) {
+                    Some(unit) => Built::New(Arc::new(unit)),
+                    None => Built::Unreadable,
+                },
+            };
+            (rel, before, built)
+        })
+        .collect();
+    let mut units = Vec::with_capacity(built.len());
     let mut reused = 0;
-    for rel in paths {
-        let before = earlier.get(&*rel).copied();
-        if let Some(unit) = before.filter(|unit| unit.is_current(sources, options)) {
-            units.push(unit.clone());
-            reused += 1;
-            continue;
-        }
-        let built = build_unit(&loader, sources, &rel, options);
-        loader.forget(&rel);
+    for (rel, before, built) in built {
+        let built = match built {
+            Built::Reused(unit) => {
+                reused += 1;
+                units.push(unit);
+                continue;
+            }
+            Built::New(unit) => Some(unit),
+            Built::Unreadable => None,
+        };
         match (built, before) {
-            (Some(unit), _) => units.push(Arc::new(unit)),
+            (Some(unit), _) => units.push(unit),
             (None, Some(before)) => {
                 diagnostics.push(Diagnostic::warning(
                     codes::PARSE_ERROR,
@@ -94,6 +112,17 @@ pub fn build_catalog(
     catalog
 }
 
+/// A file, the unit the previous catalog had for it, and what became of it.
+type Outcome<'p> = (Arc<str>, Option<&'p Arc<DocumentUnit>>, Built);
+
+/// What became of one file in a build.
+enum Built {
+    Reused(Arc<DocumentUnit>),
+    New(Arc<DocumentUnit>),
+    /// A file it needs could not be read again.
+    Unreadable,
+}
+
 /// One file's unit; `None` when a file it needs could not be read again.
 fn build_unit(
     loader: &Loader<'_>,
@@ -101,7 +130,8 @@ fn build_unit(
     rel: &Arc<str>,
     options: &BuildOptions,
 ) -> Option<DocumentUnit> {
-    let resolver = Resolver::loading(loader);
+    let root = sources.load(rel)?;
+    let resolver = Resolver::loading(loader, rel.clone(), &root);
     let root = resolver.file(rel)?;
     let mut diagnostics = Vec::new();
     let document = match dialect_of(rel, root, &mut diagnostics) {

@@ -33,7 +33,7 @@ pub use schema::{PackedSchema, Schema};
 pub use source::Sources;
 
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -287,7 +287,6 @@ pub struct Catalog {
     tools: Vec<Tool>,
     /// The search index over `tools`, built once per catalog.
     index: search::SearchIndex,
-    by_name: HashMap<String, usize>,
     pub documents: Vec<DocumentSummary>,
     pub diagnostics: Vec<Diagnostic>,
     /// What agents can observe of the catalog (names, versions, tags,
@@ -358,11 +357,7 @@ impl Catalog {
         units: Vec<Arc<unit::DocumentUnit>>,
     ) -> Catalog {
         tools.sort_by(|a, b| a.name.cmp(&b.name));
-        let by_name = tools
-            .iter()
-            .enumerate()
-            .map(|(i, tool)| (tool.name.clone(), i))
-            .collect();
+
         let started = std::time::Instant::now();
         let index = search::SearchIndex::build(tools.iter().map(Tool::search_fields));
         let report = BuildReport {
@@ -373,7 +368,6 @@ impl Catalog {
         Catalog {
             tools,
             index,
-            by_name,
             documents,
             diagnostics,
             fingerprint,
@@ -399,11 +393,13 @@ impl Catalog {
 
     /// The index of a tool in [`Catalog::tools`].
     pub fn position(&self, name: &str) -> Option<usize> {
-        self.by_name.get(name).copied()
+        self.tools
+            .binary_search_by(|tool| tool.name.as_str().cmp(name))
+            .ok()
     }
 
     pub fn tool(&self, name: &str) -> Option<&Tool> {
-        self.by_name.get(name).and_then(|&i| self.tools.get(i))
+        self.position(name).and_then(|i| self.tools.get(i))
     }
 
     pub fn errors(&self) -> usize {

@@ -44,21 +44,18 @@ impl<'s> Loader<'s> {
             .collect();
         Loader { sources, slots }
     }
-
-    /// Forgets the parse of `file` (read again if asked for later).
-    pub fn forget(&mut self, file: &str) {
-        if let Some(slot) = self.slots.get_mut(file) {
-            slot.take();
-        }
-    }
 }
 
 /// Where a resolver finds files.
 enum Files<'a> {
     /// All of them parsed (tests, and documents given in memory).
     Parsed(&'a BTreeMap<Arc<str>, Arc<Value>>),
-    /// Parsed when first needed.
-    Loaded(&'a Loader<'a>),
+    /// Parsed when first needed, but the document being built: it is
+    /// read by its build alone and forgotten with it.
+    Loaded {
+        loader: &'a Loader<'a>,
+        own: (Arc<str>, &'a Value),
+    },
 }
 
 /// All parsed JSON/YAML files of the catalogs folder, by relative path.
@@ -80,10 +77,14 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    /// A resolver that parses files as they are needed.
-    pub fn loading(loader: &'a Loader<'a>) -> Self {
+    /// A resolver for the build of `own` (parsed as `root`) that parses
+    /// other files as they are needed.
+    pub fn loading(loader: &'a Loader<'a>, own: Arc<str>, root: &'a Value) -> Self {
         Resolver {
-            files: Files::Loaded(loader),
+            files: Files::Loaded {
+                loader,
+                own: (own, root),
+            },
             asked: RefCell::default(),
             unreadable: Cell::new(false),
         }
@@ -104,7 +105,9 @@ impl<'a> Resolver<'a> {
     pub fn file_key(&self, file: &str) -> Option<Arc<str>> {
         let key = match &self.files {
             Files::Parsed(files) => files.get_key_value(file).map(|(key, _)| key.clone()),
-            Files::Loaded(loader) => loader.slots.get_key_value(file).map(|(key, _)| key.clone()),
+            Files::Loaded { loader, .. } => {
+                loader.slots.get_key_value(file).map(|(key, _)| key.clone())
+            }
         };
         self.asked
             .borrow_mut()
@@ -117,7 +120,8 @@ impl<'a> Resolver<'a> {
         self.asked.borrow_mut().insert(file.clone());
         match &self.files {
             Files::Parsed(files) => files.get(file).map(|v| &**v),
-            Files::Loaded(loader) => {
+            Files::Loaded { own, .. } if own.0 == *file => Some(own.1),
+            Files::Loaded { loader, .. } => {
                 let slot = loader.slots.get(file)?;
                 let loaded = slot.get_or_init(|| loader.sources.load(file)).as_deref();
                 if loaded.is_none() {

@@ -76,6 +76,12 @@ impl ToolWords {
         })
     }
 
+    /// At least the number of distinct terms (entries, one per term and
+    /// field).
+    pub(super) fn term_count(&self) -> usize {
+        self.entries.len()
+    }
+
     pub(super) fn lengths(&self) -> [u32; FIELDS] {
         self.lengths
     }

@@ -124,6 +124,16 @@ impl SearchIndex {
             }
         }
         let mut builder = Builder::default();
+        let terms: usize = docs
+            .iter()
+            .zip(&analysed)
+            .filter_map(|(doc, own)| doc.words.or(own.as_ref()))
+            .map(ToolWords::term_count)
+            .sum();
+        // Room for the name's words too.
+        builder.occurrences.reserve(terms + 4 * docs.len());
+        builder.lengths.reserve(docs.len());
+        builder.resources.reserve(docs.len());
         for (doc, own) in docs.iter().zip(&analysed) {
             if let Some(words) = doc.words.or(own.as_ref()) {
                 builder.add(doc.name, words);
@@ -338,19 +348,18 @@ fn by_group(
 
 /// Sums the frequencies of entries with the same (group, doc); `sorted` is
 /// ordered by (group, doc).
-fn merge_occurrences(sorted: Vec<(u32, u32, [u16; FIELDS])>) -> Vec<(u32, u32, [u16; FIELDS])> {
-    let mut merged: Vec<(u32, u32, [u16; FIELDS])> = Vec::with_capacity(sorted.len());
-    for (group, doc, frequency) in sorted {
-        match merged.last_mut() {
-            Some(last) if last.0 == group && last.1 == doc => {
-                for (total, more) in last.2.iter_mut().zip(frequency) {
-                    *total = total.saturating_add(more);
-                }
+fn merge_occurrences(mut sorted: Vec<(u32, u32, [u16; FIELDS])>) -> Vec<(u32, u32, [u16; FIELDS])> {
+    // In place: `later` is folded into the `kept` entry before it.
+    sorted.dedup_by(|later, kept| {
+        let same = later.0 == kept.0 && later.1 == kept.1;
+        if same {
+            for (total, more) in kept.2.iter_mut().zip(later.2) {
+                *total = total.saturating_add(more);
             }
-            _ => merged.push((group, doc, frequency)),
         }
-    }
-    merged
+        same
+    });
+    sorted
 }
 
 /// The dictionary in sorted order, and provisional id → sorted id.
