@@ -22,6 +22,9 @@
 //! edit changes a tool's version, so the generation must rise by one;
 //! the bench checks it does. Between edits it waits for quiet.
 //!
+//! Before serving, the ranking of the agent-phrased task sets' sentences
+//! is timed in process (see [`search_latency`]).
+//!
 //! Memory: VmRSS two seconds after the cold start (steady), and VmHWM (the
 //! peak) over the edits, reset through `/proc/self/clear_refs` first: the
 //! rebuild peak ÷ steady. The allocator is the binary's (mimalloc); with
@@ -129,6 +132,44 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
+/// In-process ranking (`SearchIndex::top`, limit 20, the index's own
+/// common-word effects, nothing cached per query) of the agent-phrased
+/// task sets' sentences, each asked `RELOAD_SEARCH_ROUNDS` (20) times.
+fn search_latency(catalog: &Catalog) {
+    let rounds = env_number("RELOAD_SEARCH_ROUNDS", 20) as usize;
+    let mut queries = Vec::new();
+    for set in ["agent-tasks-holdout.tsv", "agent-tasks-tune.tsv"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(set);
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        queries.extend(
+            text.lines()
+                .skip(1)
+                .filter_map(|line| line.split('\t').next())
+                .map(str::to_string),
+        );
+    }
+    let index = catalog.search_index();
+    let mut times = Vec::with_capacity(queries.len() * rounds);
+    for _ in 0..rounds {
+        for query in &queries {
+            let started = Instant::now();
+            let page = index.top(query, 20, |_| true);
+            times.push(started.elapsed().as_secs_f64() * 1e6);
+            std::hint::black_box(page);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "search in process ({} sentences × {rounds}, limit 20): p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs",
+        queries.len(),
+        percentile(&times, 0.5),
+        percentile(&times, 0.99),
+        times.last().copied().unwrap_or(f64::NAN)
+    );
+}
+
 fn main() {
     let corpus = corpus::selected();
     let edits = env_number("RELOAD_EDITS", 20) as usize;
@@ -175,6 +216,7 @@ fn main() {
         (cold - scanned - built).as_secs_f64(),
         catalog.documents.len()
     );
+    search_latency(&catalog);
     let documents: Vec<PathBuf> = catalog
         .documents
         .iter()
