@@ -133,7 +133,7 @@ fn main() {
 
     let (defs, roots) = schemas(&catalog);
     let canonical_bytes: usize = defs.iter().map(|def| def.canonical.capacity()).sum();
-    let def_value_bytes = copy_bytes(defs.iter().map(|def| &def.value));
+    let def_value_bytes: usize = defs.iter().filter_map(|def| def.text_len()).sum();
     let root_bytes = copy_bytes(roots.iter().map(|schema| &schema.root));
     let input_root_bytes: usize = {
         let mut seen = std::collections::HashSet::new();
@@ -190,7 +190,7 @@ fn main() {
     );
     row("catalog, all", catalog_bytes);
     row("  search index", index_bytes);
-    row("  definitions: value trees", def_value_bytes);
+    row("  definitions: values (packed JSON text)", def_value_bytes);
     row("  definitions: canonical JSON", canonical_bytes);
     row("  full input roots (packed JSON text)", input_root_bytes);
     row(

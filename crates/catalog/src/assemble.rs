@@ -15,7 +15,7 @@ use super::draft::{DocumentBuild, Draft};
 use super::fingerprint::{CanonicalSink, VersionHasher, write_canonical_to, write_string};
 use super::naming;
 use super::revision::Revision;
-use super::schema::{PackedSchema, Schema};
+use super::schema::{Def, PackedSchema, Schema};
 use super::search::{SearchFields, ToolWords, analyse_document};
 use super::unit::{DocumentPart, DocumentUnit};
 use super::{BuildOptions, Catalog, Tool, ToolBody};
@@ -27,6 +27,7 @@ use std::sync::Arc;
 /// A document's drafts as tools under names unique in the document.
 pub(crate) fn finish_document(mut document: DocumentBuild) -> (DocumentPart, Vec<Diagnostic>) {
     dedupe_within(&mut document);
+    pack_definitions(&mut document.drafts);
     let mut tools = Vec::with_capacity(document.drafts.len());
     let mut pointers = Vec::with_capacity(document.drafts.len());
     let words = {
@@ -71,6 +72,47 @@ pub(crate) fn finish_document(mut document: DocumentBuild) -> (DocumentPart, Vec
         pointers,
     };
     (part, document.diagnostics)
+}
+
+/// Keeps the document's definitions as text from now on (compaction, the
+/// only reader of their trees, is done): each schema of the drafts gets the
+/// packed copy of each definition, one copy per definition, shared as the
+/// trees were.
+fn pack_definitions(drafts: &mut [Draft]) {
+    // Keyed by address, with the original kept alive so no address is reused.
+    let mut packed: HashMap<*const Def, (Arc<Def>, Arc<Def>)> = HashMap::new();
+    let mut pack = |defs: &mut Vec<Arc<Def>>| {
+        for def in defs.iter_mut() {
+            let (_, copy) = packed
+                .entry(Arc::as_ptr(def))
+                .or_insert_with(|| (def.clone(), Arc::new(def.packed())));
+            *def = copy.clone();
+        }
+    };
+    let mut outputs: HashMap<*const Schema, (Arc<Schema>, Arc<Schema>)> = HashMap::new();
+    for draft in drafts.iter_mut() {
+        pack(&mut draft.input_schema.defs);
+        if let Some(published) = &mut draft.published_input {
+            pack(&mut published.defs);
+        }
+        if let Some(output) = draft.output_schema.take() {
+            let key = Arc::as_ptr(&output);
+            let copy = match outputs.get(&key) {
+                Some((_, copy)) => copy.clone(),
+                None => {
+                    let mut schema = Schema {
+                        root: output.root.clone(),
+                        defs: output.defs.clone(),
+                    };
+                    pack(&mut schema.defs);
+                    let copy = Arc::new(schema);
+                    outputs.insert(key, (output, copy.clone()));
+                    copy
+                }
+            };
+            draft.output_schema = Some(copy);
+        }
+    }
 }
 
 /// The catalog of `units` (in path order), after `diagnostics` (the

@@ -49,11 +49,21 @@ const MAX_DEPTH: usize = 256;
 #[derive(Debug)]
 pub struct Def {
     pub name: String,
-    pub value: Value,
-    /// Canonical JSON of `value`, kept so versions hash without re-rendering.
+    value: DefValue,
+    /// Canonical JSON of the value, kept so versions hash without
+    /// re-rendering.
     pub canonical: String,
     /// Characters of `canonical`, kept so definition sizes add up cheaply.
     pub chars: usize,
+}
+
+/// A definition's value: a tree while its document is being built (the
+/// compaction walks it), then its compact text (members in their order),
+/// read again only to render a definition or compile a validator.
+#[derive(Debug)]
+enum DefValue {
+    Tree(Value),
+    Text(Box<str>),
 }
 
 impl Def {
@@ -61,9 +71,45 @@ impl Def {
         let chars = canonical.chars().count();
         Def {
             name,
-            value,
+            value: DefValue::Tree(value),
             canonical,
             chars,
+        }
+    }
+
+    /// The value (read from its text once packed).
+    pub fn value(&self) -> std::borrow::Cow<'_, Value> {
+        match &self.value {
+            DefValue::Tree(value) => std::borrow::Cow::Borrowed(value),
+            DefValue::Text(text) => {
+                std::borrow::Cow::Owned(serde_json::from_str(text).unwrap_or(Value::Null))
+            }
+        }
+    }
+
+    /// The same definition kept as text.
+    pub fn packed(&self) -> Def {
+        let value = match &self.value {
+            DefValue::Tree(value) => DefValue::Text(
+                serde_json::to_string(value)
+                    .unwrap_or_else(|_| "null".to_string())
+                    .into_boxed_str(),
+            ),
+            DefValue::Text(text) => DefValue::Text(text.clone()),
+        };
+        Def {
+            name: self.name.clone(),
+            value,
+            canonical: self.canonical.clone(),
+            chars: self.chars,
+        }
+    }
+
+    /// Bytes the value takes as text, when packed (memory benchmark).
+    pub fn text_len(&self) -> Option<usize> {
+        match &self.value {
+            DefValue::Tree(_) => None,
+            DefValue::Text(text) => Some(text.len()),
         }
     }
 }
@@ -84,7 +130,7 @@ impl Schema {
             let defs: Map<String, Value> = self
                 .defs
                 .iter()
-                .map(|def| (def.name.clone(), def.value.clone()))
+                .map(|def| (def.name.clone(), def.value().into_owned()))
                 .collect();
             root.insert("$defs".to_string(), Value::Object(defs));
         }
@@ -1413,7 +1459,7 @@ mod tests {
         assert_eq!(finished.required(), ["z"]);
         let members: Vec<&String> = finished.properties().unwrap().keys().collect();
         assert_eq!(members, ["z", "a"]);
-        assert_eq!(finished.def("B").unwrap().value, json!({"type": "string"}));
+        assert_eq!(*finished.def("B").unwrap().value(), json!({"type": "string"}));
         assert!(finished.def("C").is_none());
         // No defs: no `$defs` key at all.
         assert_eq!(Schema::default().to_value(), json!({}));

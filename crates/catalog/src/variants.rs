@@ -90,7 +90,7 @@ fn without_members(schema: &Schema, removed: &[&String]) -> Schema {
             continue;
         }
         if let Some(def) = schema.def(&name) {
-            collect_def_refs(&def.value, &mut stack);
+            collect_def_refs(&def.value(), &mut stack);
         }
     }
     Schema {

@@ -204,7 +204,8 @@ impl Compactor {
         if let Some(rendered) = self.rendered.get(&key) {
             return rendered.clone();
         }
-        let rendered = match def.value.as_object() {
+        let value = def.value();
+        let rendered = match value.as_object() {
             Some(map) => {
                 let mut walk = Walk::new(schema, cut.depth, cut.text, direction);
                 let value = serde_json::Value::Object(walk.object(map, level, true));

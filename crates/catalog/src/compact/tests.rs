@@ -71,7 +71,7 @@ fn levels_count_members_not_references_items_or_alternatives() {
         two["$defs"]["B"]["properties"]["name"],
         json!({"type": "string", "enum": ["x", "y"]})
     );
-    assert_eq!(two["$defs"]["A"], schema.def("A").unwrap().value);
+    assert_eq!(two["$defs"]["A"], *schema.def("A").unwrap().value());
     // Depth 1: A is kept; B, reached only below the depth, is published
     // once as a stub definition that its references share.
     let one = compacted(&schema, 1, Direction::Output);
@@ -125,7 +125,7 @@ fn a_definition_expanded_anywhere_serves_its_deeper_references_too() {
     );
     assert_eq!(
         published["$defs"]["C"],
-        schema.def("C").unwrap().value,
+        *schema.def("C").unwrap().value(),
         "and points at the expanded C, not a stub"
     );
 }

@@ -239,7 +239,8 @@ impl<'s> Walk<'s> {
     /// what was left out.
     pub fn stub_definition(&self, name: &str) -> Value {
         let mut out = Map::new();
-        let def = self.schema.def(name).and_then(|def| def.value.as_object());
+        let value = self.schema.def(name).map(|def| def.value());
+        let def = value.as_deref().and_then(Value::as_object);
         if let Some(kind) = def.and_then(|def| def.get("type")) {
             out.insert("type".to_string(), kind.clone());
         }
@@ -277,7 +278,7 @@ impl<'s> Walk<'s> {
         let mut out = Map::new();
         let kind = map.get("type").cloned().or_else(|| {
             let name = map.get("$ref")?.as_str()?.strip_prefix(DEFS_PREFIX)?;
-            self.schema.def(name)?.value.get("type").cloned()
+            self.schema.def(name)?.value().get("type").cloned()
         });
         if let Some(kind) = kind {
             out.insert("type".to_string(), kind);

@@ -125,7 +125,7 @@ fn type_text(schema: &Schema, member: &Value, depth: usize) -> String {
         .and_then(|r| r.strip_prefix("#/$defs/"))
         && let Some(def) = schema.def(name)
     {
-        return type_text(schema, &def.value, depth + 1);
+        return type_text(schema, &def.value(), depth + 1);
     }
     let item = |types: &str| -> String {
         if types == "array" {
