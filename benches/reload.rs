@@ -170,6 +170,31 @@ fn search_latency(catalog: &Catalog) {
     );
 }
 
+/// What rendering load_tool's definition costs now that schemas are kept
+/// as text (`Tool::definition` and its JSON text), over every tenth tool.
+fn definition_latency(catalog: &Catalog) {
+    let mut times: Vec<f64> = catalog
+        .tools()
+        .iter()
+        .step_by(10)
+        .map(|tool| {
+            let started = Instant::now();
+            let text = tool.definition().to_string();
+            let elapsed = started.elapsed().as_secs_f64() * 1e6;
+            std::hint::black_box(text);
+            elapsed
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    println!(
+        "load_tool's definition rendered ({} tools): p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs",
+        times.len(),
+        percentile(&times, 0.5),
+        percentile(&times, 0.99),
+        times.last().copied().unwrap_or(f64::NAN)
+    );
+}
+
 fn main() {
     let corpus = corpus::selected();
     let edits = env_number("RELOAD_EDITS", 20) as usize;
@@ -217,6 +242,7 @@ fn main() {
         catalog.documents.len()
     );
     search_latency(&catalog);
+    definition_latency(&catalog);
     let documents: Vec<PathBuf> = catalog
         .documents
         .iter()
