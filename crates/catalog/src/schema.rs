@@ -1459,7 +1459,10 @@ mod tests {
         assert_eq!(finished.required(), ["z"]);
         let members: Vec<&String> = finished.properties().unwrap().keys().collect();
         assert_eq!(members, ["z", "a"]);
-        assert_eq!(*finished.def("B").unwrap().value(), json!({"type": "string"}));
+        assert_eq!(
+            *finished.def("B").unwrap().value(),
+            json!({"type": "string"})
+        );
         assert!(finished.def("C").is_none());
         // No defs: no `$defs` key at all.
         assert_eq!(Schema::default().to_value(), json!({}));
