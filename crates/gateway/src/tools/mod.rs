@@ -71,7 +71,8 @@ pub struct Context<'a> {
 pub struct Prepared {
     /// Each tool's card as JSON text ([`Card::json`]), escaped as it
     /// stands inside a search page's text block ([`cards::escaped_card`]).
-    pub cards: Vec<sezzlee_json::Escaped>,
+    /// Shared with the next snapshot while the tool is unchanged.
+    pub cards: Vec<Arc<sezzlee_json::Escaped>>,
     /// Each tool's tags, folded.
     pub folded_tags: Vec<Vec<String>>,
     /// The folded tag vocabulary of the whole catalog, as the escaped
@@ -115,7 +116,7 @@ impl Prepared {
             .zip(&earlier)
             .map(|(tool, earlier)| match earlier {
                 Some((prepared, i)) if *i < prepared.cards.len() => prepared.cards[*i].clone(),
-                _ => cards::escaped_card(&Card::of(tool).json(&tool.name)),
+                _ => Arc::new(cards::escaped_card(&Card::of(tool).json(&tool.name))),
             })
             .collect();
         let folded_tags: Vec<Vec<String>> = tools
