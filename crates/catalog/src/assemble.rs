@@ -127,11 +127,19 @@ pub(crate) fn assemble(
         .iter()
         .map(|unit| (&**unit, unit.document.as_ref()))
         .collect();
-    let mut names = prefixed_names(&parts);
-    let renames = dedupe_across(&parts, &mut names);
+    let naming = match previous.filter(|p| same_naming_inputs(&p.units, &units)) {
+        // The same names in the same documents: the same outcome as before.
+        Some(previous) => previous.naming.clone(),
+        None => {
+            let mut names = prefixed_names(&parts);
+            let warnings = dedupe_across(&parts, &mut names);
+            Arc::new(Naming { names, warnings })
+        }
+    };
     let mut summaries = Vec::new();
     let mut tools = Vec::new();
-    for ((unit, part), (names, mut renamed)) in parts.iter().zip(names.into_iter().zip(renames)) {
+    let settled = naming.names.iter().zip(&naming.warnings);
+    for ((unit, part), (names, renamed)) in parts.iter().zip(settled) {
         diagnostics.extend(unit.diagnostics.iter().cloned());
         let Some(part) = part else {
             continue;
@@ -142,8 +150,9 @@ pub(crate) fn assemble(
             operations: part.operations,
             tools: part.tools.len(),
         });
-        diagnostics.append(&mut renamed);
+        diagnostics.extend(renamed.iter().cloned());
         for ((tool, pointer), name) in part.tools.iter().zip(&part.pointers).zip(names) {
+            let name = name.clone();
             let tool = if name == tool.name {
                 Tool {
                     name,
@@ -165,7 +174,9 @@ pub(crate) fn assemble(
             tools.push(tool);
         }
     }
-    Catalog::from_parts(tools, summaries, diagnostics, units)
+    let mut catalog = Catalog::from_parts(tools, summaries, diagnostics, units);
+    catalog.naming = naming;
+    catalog
 }
 
 fn rename(
@@ -237,6 +248,35 @@ fn route_order(route: &str, position: usize) -> (String, usize, usize) {
         .position(|m| *m == method)
         .unwrap_or(METHODS.len());
     (path.to_string(), rank, position)
+}
+
+/// The names across documents settled by one assembly: per unit, each
+/// tool's final name, and the warnings for those that were renamed.
+#[derive(Default)]
+pub(crate) struct Naming {
+    names: Vec<Vec<String>>,
+    warnings: Vec<Vec<Diagnostic>>,
+}
+
+/// Whether `units` would settle names as `before` did: the same files in
+/// the same order, each the same unit or one with the same namespace,
+/// tool names and pointers (all the naming reads).
+fn same_naming_inputs(before: &[Arc<DocumentUnit>], units: &[Arc<DocumentUnit>]) -> bool {
+    before.len() == units.len()
+        && before.iter().zip(units).all(|(a, b)| {
+            Arc::ptr_eq(a, b)
+                || (a.file == b.file
+                    && match (&a.document, &b.document) {
+                        (None, None) => true,
+                        (Some(a), Some(b)) => {
+                            a.namespace == b.namespace
+                                && a.pointers == b.pointers
+                                && a.tools.len() == b.tools.len()
+                                && a.tools.iter().zip(&b.tools).all(|(x, y)| x.name == y.name)
+                        }
+                        _ => false,
+                    })
+        })
 }
 
 /// Each document's tool names, with the document's namespace in front of

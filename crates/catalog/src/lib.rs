@@ -297,6 +297,9 @@ pub struct Catalog {
     units: Vec<Arc<unit::DocumentUnit>>,
     /// What the build that made this catalog did, and how long it took.
     pub report: BuildReport,
+    /// The names across documents, reused by the next assembly when no
+    /// document's names changed.
+    naming: Arc<assemble::Naming>,
 }
 
 /// What one build did: files built and reused, and the time of its steps,
@@ -373,6 +376,7 @@ impl Catalog {
             fingerprint,
             units,
             report,
+            naming: Arc::default(),
         }
     }
 
