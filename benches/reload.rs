@@ -125,6 +125,18 @@ fn edit_first_operation(document: &mut Value, summary: &str) -> bool {
     false
 }
 
+/// `p50 …, p{high} …, max …` of `values`, in `unit`.
+fn spread(mut values: Vec<f64>, high: f64, unit: &str) -> String {
+    values.sort_by(f64::total_cmp);
+    format!(
+        "p50 {:.0} {unit}, p{:.0} {:.0} {unit}, max {:.0} {unit}",
+        percentile(&values, 0.5),
+        high * 100.0,
+        percentile(&values, high),
+        values.last().copied().unwrap_or(f64::NAN)
+    )
+}
+
 fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -160,20 +172,17 @@ fn search_latency(catalog: &Catalog) {
             std::hint::black_box(page);
         }
     }
-    times.sort_by(f64::total_cmp);
     println!(
-        "search in process ({} sentences × {rounds}, limit 20): p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs",
+        "search in process ({} sentences × {rounds}, limit 20): {}",
         queries.len(),
-        percentile(&times, 0.5),
-        percentile(&times, 0.99),
-        times.last().copied().unwrap_or(f64::NAN)
+        spread(times, 0.99, "µs")
     );
 }
 
 /// What rendering load_tool's definition costs now that schemas are kept
 /// as text (`Tool::definition` and its JSON text), over every tenth tool.
 fn definition_latency(catalog: &Catalog) {
-    let mut times: Vec<f64> = catalog
+    let times: Vec<f64> = catalog
         .tools()
         .iter()
         .step_by(10)
@@ -185,13 +194,10 @@ fn definition_latency(catalog: &Catalog) {
             elapsed
         })
         .collect();
-    times.sort_by(f64::total_cmp);
     println!(
-        "load_tool's definition rendered ({} tools): p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs",
+        "load_tool's definition rendered ({} tools): {}",
         times.len(),
-        percentile(&times, 0.5),
-        percentile(&times, 0.99),
-        times.last().copied().unwrap_or(f64::NAN)
+        spread(times, 0.99, "µs")
     );
 }
 
@@ -326,13 +332,10 @@ fn main() {
         }
     });
     let peak = status_kib("VmHWM:");
-    latencies.sort_by(f64::total_cmp);
     println!(
-        "one-file edit → list_changed at the listener ({} edits, {skipped} skipped): p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms",
+        "one-file edit → list_changed at the listener ({} edits, {skipped} skipped): {}",
         latencies.len(),
-        percentile(&latencies, 0.5),
-        percentile(&latencies, 0.9),
-        latencies.last().copied().unwrap_or(f64::NAN),
+        spread(latencies, 0.9, "ms")
     );
     let step = |i: usize| {
         let mut values: Vec<f64> = steps.iter().map(|s| s[i]).collect();

@@ -30,28 +30,28 @@ pub(crate) fn finish_document(mut document: DocumentBuild) -> (DocumentPart, Vec
     pack_definitions(&mut document.drafts);
     let mut tools = Vec::with_capacity(document.drafts.len());
     let mut pointers = Vec::with_capacity(document.drafts.len());
+    let arguments: Vec<Box<[Box<str>]>> = document
+        .drafts
+        .iter()
+        .map(|draft| {
+            draft
+                .input_schema
+                .properties()
+                .map(|props| props.keys().map(|k| k.as_str().into()).collect())
+                .unwrap_or_default()
+        })
+        .collect();
     let words = {
-        let arguments: Vec<Vec<&str>> = document
-            .drafts
-            .iter()
-            .map(|draft| {
-                draft
-                    .input_schema
-                    .properties()
-                    .map(|props| props.keys().map(String::as_str).collect())
-                    .unwrap_or_default()
-            })
-            .collect();
         let fields: Vec<SearchFields<'_>> = document
             .drafts
             .iter()
-            .zip(arguments)
+            .zip(&arguments)
             .map(|(draft, argument_names)| SearchFields {
                 name: &draft.name,
                 description: &draft.description,
                 search_terms: &draft.search_terms,
                 route: &draft.route,
-                argument_names,
+                argument_names: argument_names.iter().map(|name| &**name).collect(),
                 tags: &draft.tags,
                 document: &document.file,
                 words: None,
@@ -59,9 +59,14 @@ pub(crate) fn finish_document(mut document: DocumentBuild) -> (DocumentPart, Vec
             .collect();
         analyse_document(&fields)
     };
-    for (draft, words) in document.drafts.into_iter().zip(words) {
+    let each = document.drafts.into_iter().zip(words).zip(arguments);
+    for ((draft, words), argument_names) in each {
         let version = version_of(&draft.name, &VersionParts::of_draft(&draft));
-        let (name, pointer, body) = body_of(draft, document.file.clone(), words);
+        let searched = Searched {
+            words,
+            argument_names,
+        };
+        let (name, pointer, body) = body_of(draft, document.file.clone(), searched);
         pointers.push(pointer);
         tools.push(Tool::with_version(name, version, Arc::new(body)));
     }
@@ -317,33 +322,16 @@ fn dedupe_across(
     names: &mut [Vec<String>],
 ) -> Vec<Vec<Diagnostic>> {
     let mut warnings = Vec::with_capacity(parts.len());
+    // Usually nothing clashes once prefixed: then no name is suffixed, and
+    // the sets the suffixes are chosen from are not built.
     let clash = {
         let mut seen: HashSet<&str> = HashSet::new();
         !names.iter().flatten().all(|name| seen.insert(name))
     };
-    if !clash {
-        // Usually no name clashes once prefixed: only the warnings to write.
-        for ((unit, part), names) in parts.iter().zip(names.iter()) {
-            let mine = part
-                .iter()
-                .flat_map(|part| part.tools.iter().zip(&part.pointers))
-                .zip(names)
-                .filter(|((tool, _), name)| **name != tool.name)
-                .map(|((tool, pointer), name)| {
-                    renamed(
-                        &unit.file,
-                        pointer,
-                        &tool.name,
-                        name,
-                        "is also used by another document",
-                    )
-                })
-                .collect();
-            warnings.push(mine);
-        }
-        return warnings;
-    }
-    let all: HashSet<String> = names.iter().flatten().cloned().collect();
+    let all: HashSet<String> = match clash {
+        true => names.iter().flatten().cloned().collect(),
+        false => HashSet::new(),
+    };
     let mut used: HashSet<String> = HashSet::with_capacity(all.len());
     for ((unit, part), names) in parts.iter().zip(names.iter_mut()) {
         let mut mine = Vec::new();
@@ -361,7 +349,7 @@ fn dedupe_across(
                     "is also used by another document",
                 ));
             }
-            if used.insert(name.clone()) {
+            if !clash || used.insert(name.clone()) {
                 continue;
             }
             let mut n = 2;
@@ -403,13 +391,17 @@ fn too_large(tool: &Tool, pointer: &str, budget: usize) -> Option<Diagnostic> {
 }
 
 /// A draft's name, pointer and body.
-fn body_of(draft: Draft, document: Arc<str>, words: ToolWords) -> (String, String, ToolBody) {
+/// What search read of a draft: its words, and its argument names.
+struct Searched {
+    words: ToolWords,
+    argument_names: Box<[Box<str>]>,
+}
+
+fn body_of(draft: Draft, document: Arc<str>, searched: Searched) -> (String, String, ToolBody) {
     let observable = observable_digest(&draft);
-    let members = draft.input_schema.properties();
-    let argument_names = members
-        .map(|props| props.keys().map(|k| k.as_str().into()).collect())
-        .unwrap_or_default();
-    let base64_members = members
+    let base64_members = draft
+        .input_schema
+        .properties()
         .map(|props| {
             props
                 .iter()
@@ -423,9 +415,9 @@ fn body_of(draft: Draft, document: Arc<str>, words: ToolWords) -> (String, Strin
     let body = ToolBody {
         description: draft.description,
         input_schema: PackedSchema::pack(draft.input_schema),
-        argument_names,
+        argument_names: searched.argument_names,
         base64_members,
-        words,
+        words: searched.words,
         published_input: draft.published_input,
         output_schema: draft.output_schema,
         compaction: draft.compaction,

@@ -130,9 +130,9 @@ fn build_unit(
     rel: &Arc<str>,
     options: &BuildOptions,
 ) -> Option<DocumentUnit> {
-    let root = sources.load(rel)?;
-    let resolver = Resolver::loading(loader, rel.clone(), &root);
-    let root = resolver.file(rel)?;
+    let loaded = sources.load(rel)?;
+    let root: &serde_json::Value = &loaded;
+    let resolver = Resolver::loading(loader, rel.clone(), root);
     let mut diagnostics = Vec::new();
     let document = match dialect_of(rel, root, &mut diagnostics) {
         None => None,

@@ -226,7 +226,8 @@ impl Tool {
             description: &self.description,
             search_terms: &self.search_terms,
             route: &self.route,
-            argument_names: self.argument_names.iter().map(|name| &**name).collect(),
+            // Read only when `words` is absent; the words hold them.
+            argument_names: Vec::new(),
             words: Some(&self.words),
             tags: &self.tags,
             document: &self.document,

@@ -28,7 +28,8 @@ pub struct SearchFields<'a> {
     /// document's routes share (`/rest/api/3`) say nothing about any one.
     pub document: &'a str,
     /// The tool's words but its name, analysed with its document; `None`:
-    /// analysed here, with the other tools of the same document.
+    /// analysed here, with the other tools of the same document. When
+    /// present, the fields other than `name` and `document` are not read.
     pub words: Option<&'a ToolWords>,
 }
 
