@@ -18,10 +18,12 @@
 use serde_json::Value;
 use sezzlee_catalog::schema::Def;
 use sezzlee_catalog::search::SearchIndex;
+use sezzlee_catalog::semantic::TextModel;
 use sezzlee_catalog::{Catalog, Schema, Sources};
 use sezzlee_gateway::tools::Prepared;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -161,14 +163,19 @@ fn main() {
     let distinct_defs = defs.len();
     drop(defs);
 
-    let (prepared, prepared_bytes) = measured(|| Prepared::new(&catalog));
+    let model = std::env::var_os("SEZZLEE_SEARCH_MODEL")
+        .filter(|v| !v.is_empty())
+        .map(|folder| {
+            Arc::new(TextModel::load(Path::new(&folder)).expect("the search model loads"))
+        });
+    let (prepared, prepared_bytes) = measured(|| Prepared::new(&catalog, model.as_ref()));
     let steady = live().saturating_sub(baseline);
     let steady_rss = rss_kib();
 
     // A rebuild while the first catalog is served, as a reload does.
     PEAK.store(live(), Ordering::Relaxed);
     let rebuilt = Catalog::build(&sources);
-    let rebuilt_prepared = Prepared::new(&rebuilt);
+    let rebuilt_prepared = Prepared::new(&rebuilt, model.as_ref());
     let rebuild_peak = PEAK.load(Ordering::Relaxed).saturating_sub(baseline);
     drop((rebuilt, rebuilt_prepared));
 

@@ -36,7 +36,8 @@
 //! - `RELOAD_SEED` (default 1): which documents are edited.
 
 use serde_json::{Value, json};
-use sezzlee_catalog::search::SearchIndex;
+use sezzlee_catalog::search::{SearchIndex, query_keywords};
+use sezzlee_catalog::semantic::{self, TextModel, ToolVectors};
 use sezzlee_catalog::source::is_catalog_file;
 use sezzlee_catalog::{Catalog, Sources};
 use sezzlee_client::listen::ListenOptions;
@@ -147,7 +148,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 /// In-process ranking (`SearchIndex::top`, limit 20, the index's own
 /// common-word effects, nothing cached per query) of the agent-phrased
 /// task sets' sentences, each asked `RELOAD_SEARCH_ROUNDS` (20) times.
-fn search_latency(catalog: &Catalog) {
+fn search_latency(catalog: &Catalog, vectors: Option<&ToolVectors>) {
     let rounds = env_number("RELOAD_SEARCH_ROUNDS", 20) as usize;
     let mut queries = Vec::new();
     for set in ["agent-tasks-holdout.tsv", "agent-tasks-tune.tsv"] {
@@ -167,14 +168,20 @@ fn search_latency(catalog: &Catalog) {
     for _ in 0..rounds {
         for query in &queries {
             let started = Instant::now();
-            let page = index.top(query, 20, |_| true);
+            let words = query_keywords(query);
+            let page = semantic::rank(index, vectors, &words, 20, |_| true, None);
             times.push(started.elapsed().as_secs_f64() * 1e6);
             std::hint::black_box(page);
         }
     }
     println!(
-        "search in process ({} sentences × {rounds}, limit 20): {}",
+        "search in process ({} sentences × {rounds}, limit 20, {}): {}",
         queries.len(),
+        if vectors.is_some() {
+            "keywords and meaning"
+        } else {
+            "keywords"
+        },
         spread(times, 0.99, "µs")
     );
 }
@@ -220,8 +227,15 @@ fn main() {
         listen: "127.0.0.1:0".parse().expect("an address"),
         watch: WatchMode::Events,
         demo_backend: false,
+        search_model: std::env::var_os("SEZZLEE_SEARCH_MODEL")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
         ..Settings::default()
     };
+    let model = settings
+        .search_model
+        .as_deref()
+        .map(|folder| Arc::new(TextModel::load(folder).expect("the search model loads")));
     let options = settings.build_options();
     let rss_before = status_kib("VmRSS:");
     let started = Instant::now();
@@ -229,10 +243,9 @@ fn main() {
     let scanned = started.elapsed();
     let catalog = Catalog::build_with(&sources, &options);
     let built = started.elapsed() - scanned;
-    let prepared = Prepared::new(&catalog);
+    let prepared = Prepared::new(&catalog, model.as_ref());
     sources.release_parsed();
     let cold = started.elapsed();
-    drop(prepared);
     let index_started = Instant::now();
     let index = SearchIndex::build(catalog.tools().iter().map(|tool| tool.search_fields()));
     let index_time = index_started.elapsed();
@@ -247,7 +260,8 @@ fn main() {
         (cold - scanned - built).as_secs_f64(),
         catalog.documents.len()
     );
-    search_latency(&catalog);
+    search_latency(&catalog, prepared.vectors.as_ref());
+    drop(prepared);
     definition_latency(&catalog);
     let documents: Vec<PathBuf> = catalog
         .documents

@@ -47,6 +47,10 @@ enum Command {
         /// is warned about.
         #[arg(long, value_name = "CHARS", default_value_t = sezzlee_catalog::BuildOptions::DEFAULT_BUDGET)]
         response_budget: usize,
+        /// With --search-tasks: rank as a gateway serving with this search
+        /// model folder (scripts/fetch-search-model.sh) would.
+        #[arg(long, value_name = "DIR", env = "SEZZLEE_SEARCH_MODEL")]
+        search_model: Option<PathBuf>,
     },
     /// An MCP client: `sezzlee client URL discover|tools|call|search|load|invoke|listen`.
     Client(Box<commands::client::ClientArgs>),
@@ -104,6 +108,10 @@ struct ServeArgs {
     /// generation; 0 turns the cache off [default: 16777216].
     #[arg(long, env = "SEZZLEE_SEARCH_CACHE_BYTES")]
     search_cache_bytes: Option<usize>,
+    /// Folder of the text model that ranks tools by meaning besides
+    /// keywords (scripts/fetch-search-model.sh); empty: keyword search only.
+    #[arg(long, value_name = "DIR", env = "SEZZLEE_SEARCH_MODEL")]
+    search_model: Option<PathBuf>,
     /// Log format: text or json [default: text].
     #[arg(long, env = "SEZZLEE_LOG_FORMAT")]
     log_format: Option<String>,
@@ -141,6 +149,7 @@ impl ServeArgs {
             response_budget: self.response_budget,
             max_response_bytes: self.max_response_bytes,
             search_cache_bytes: self.search_cache_bytes,
+            search_model: self.search_model.clone(),
             log_format: self.log_format.clone(),
             debounce_ms: self.debounce_ms,
             watch: self.watch.clone(),
@@ -162,8 +171,9 @@ fn main() -> ExitCode {
             emit,
             search_tasks,
             response_budget,
+            search_model,
         } => match search_tasks {
-            Some(tasks) => commands::check::run_search_tasks(&dir, &tasks),
+            Some(tasks) => commands::check::run_search_tasks(&dir, &tasks, search_model.as_deref()),
             None => commands::check::run(&dir, emit, response_budget),
         },
         Command::Token {

@@ -128,7 +128,15 @@ pub fn emitted(tool: &Tool) -> Value {
 /// `--search-tasks FILE`: the search quality report of [`crate::commands::search_tasks`]
 /// on stdout. Exit 0, or 1 when a task names an operation the folder does
 /// not have, or 2 when the folder or the task file cannot be read.
-pub fn run_search_tasks(dir: &Path, tasks_file: &Path) -> ExitCode {
+pub fn run_search_tasks(dir: &Path, tasks_file: &Path, model: Option<&Path>) -> ExitCode {
+    let model = match model.map(sezzlee_catalog::semantic::TextModel::load) {
+        None => None,
+        Some(Ok(model)) => Some(std::sync::Arc::new(model)),
+        Some(Err(err)) => {
+            eprintln!("sezzlee check: {err}");
+            return ExitCode::from(2);
+        }
+    };
     let text = match std::fs::read_to_string(tasks_file) {
         Ok(text) => text,
         Err(err) => {
@@ -143,7 +151,7 @@ pub fn run_search_tasks(dir: &Path, tasks_file: &Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match crate::commands::search_tasks::evaluate(dir, &tasks) {
+    match crate::commands::search_tasks::evaluate(dir, &tasks, model.as_ref()) {
         Ok((report, all_known)) => {
             print!("{report}");
             if all_known {

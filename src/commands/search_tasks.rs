@@ -13,11 +13,14 @@
 //! `path` as the document writes it, and an optional `operationId`; a header
 //! line starting with `query` and lines starting with `#` are skipped.
 
+use sezzlee_catalog::search::query_keywords;
+use sezzlee_catalog::semantic::{self, TextModel, ToolVectors};
 use sezzlee_catalog::{BuildOptions, Catalog, Sources};
 use sezzlee_gateway::tools::search::MAX_LIMIT;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
 /// One line of the task file.
 #[derive(Debug, Clone, PartialEq)]
@@ -142,7 +145,7 @@ pub struct Measured {
 
 /// Where `task`'s operation ranks in `catalog`, as search_tools would list
 /// it for a caller who sees every tool.
-pub fn rank(catalog: &Catalog, task: &Task) -> Measured {
+pub fn rank(catalog: &Catalog, vectors: Option<&ToolVectors>, task: &Task) -> Measured {
     let tools = catalog.tools();
     let is_target = |i: usize| *tools[i].document == *task.document && tools[i].route == task.route;
     if !(0..tools.len()).any(is_target) {
@@ -151,7 +154,15 @@ pub fn rank(catalog: &Catalog, task: &Task) -> Measured {
             first: None,
         };
     }
-    let ranked = catalog.search_index().top(&task.query, MAX_LIMIT, |_| true);
+    let words = query_keywords(&task.query);
+    let ranked = semantic::rank(
+        catalog.search_index(),
+        vectors,
+        &words,
+        MAX_LIMIT,
+        |_| true,
+        None,
+    );
     let outcome = match ranked.iter().position(|&i| is_target(i)) {
         Some(position) => Outcome::Ranked(position + 1),
         None => Outcome::Beyond,
@@ -174,12 +185,20 @@ pub fn sources_of_document(all: &Sources, whole: &Catalog, document: &str) -> So
 
 /// Runs every task against the whole folder and against each document
 /// alone; returns the report and whether every task's operation exists.
-pub fn evaluate(dir: &Path, tasks: &[Task]) -> std::io::Result<(String, bool)> {
+pub fn evaluate(
+    dir: &Path,
+    tasks: &[Task],
+    model: Option<&Arc<TextModel>>,
+) -> std::io::Result<(String, bool)> {
     let sources = Sources::scan(dir, None)?;
     let whole = Catalog::build(&sources);
+    let whole_vectors = model.map(|model| ToolVectors::build(model, &whole, None));
     let mut report = String::new();
 
-    let together: Vec<Measured> = tasks.iter().map(|task| rank(&whole, task)).collect();
+    let together: Vec<Measured> = tasks
+        .iter()
+        .map(|task| rank(&whole, whole_vectors.as_ref(), task))
+        .collect();
     let _ = writeln!(
         report,
         "all documents in one catalog ({} documents, {} tools):",
@@ -188,17 +207,25 @@ pub fn evaluate(dir: &Path, tasks: &[Task]) -> std::io::Result<(String, bool)> {
     );
     write_section(&mut report, tasks, &together);
 
-    let mut alone: BTreeMap<&str, Catalog> = BTreeMap::new();
+    let mut alone: BTreeMap<&str, (Catalog, Option<ToolVectors>)> = BTreeMap::new();
     for task in tasks {
         alone.entry(task.document.as_str()).or_insert_with(|| {
-            // Every document's tools are the whole catalog's, reused.
+            // Every document's tools (and vectors) are the whole
+            // catalog's, reused.
             let alone = sources_of_document(&sources, &whole, &task.document);
-            Catalog::rebuild(&alone, &BuildOptions::default(), &whole)
+            let catalog = Catalog::rebuild(&alone, &BuildOptions::default(), &whole);
+            let vectors = model.zip(whole_vectors.as_ref()).map(|(model, earlier)| {
+                ToolVectors::build(model, &catalog, Some((&whole, earlier)))
+            });
+            (catalog, vectors)
         });
     }
     let separate: Vec<Measured> = tasks
         .iter()
-        .map(|task| rank(&alone[task.document.as_str()], task))
+        .map(|task| {
+            let (catalog, vectors) = &alone[task.document.as_str()];
+            rank(catalog, vectors.as_ref(), task)
+        })
         .collect();
     let _ = writeln!(
         report,

@@ -20,6 +20,7 @@ pub mod refs;
 pub mod revision;
 pub mod schema;
 pub mod search;
+pub mod semantic;
 pub mod sidecar;
 pub mod source;
 mod unit;

@@ -9,6 +9,8 @@ use crate::backend::Client;
 use crate::settings::Settings;
 use crate::store::{Served, Store};
 use crate::streams::Registry;
+use crate::tools::Prepared;
+use sezzlee_catalog::semantic::{ModelError, TextModel};
 use sezzlee_catalog::{Catalog, Sources};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,6 +24,8 @@ pub enum StartError {
     Catalogs { dir: PathBuf, error: std::io::Error },
     /// The backend HTTP client could not be made.
     Backend(reqwest::Error),
+    /// The configured search model could not be loaded.
+    SearchModel(ModelError),
 }
 
 impl std::fmt::Display for StartError {
@@ -33,6 +37,7 @@ impl std::fmt::Display for StartError {
             StartError::Backend(error) => {
                 write!(f, "cannot create the backend HTTP client: {error}")
             }
+            StartError::SearchModel(error) => write!(f, "{error}"),
         }
     }
 }
@@ -44,6 +49,9 @@ pub struct Gateway {
     /// Verifies the credentials requests carry.
     pub auth: Authenticator,
     pub store: Arc<Store>,
+    /// Ranks tools by meaning besides keywords (`search_model`); loaded
+    /// once, shared by every snapshot.
+    pub search_model: Option<Arc<TextModel>>,
     pub backend: Client,
     pub streams: Arc<Registry>,
     /// `http://HOST:PORT` once bound: `${SEZZLEE_SELF}` in backend URLs.
@@ -67,12 +75,21 @@ impl Gateway {
             Authenticator::deny_all()
         });
         let backend = Client::new(settings.max_response_bytes).map_err(StartError::Backend)?;
+        let search_model = match &settings.search_model {
+            Some(folder) => Some(Arc::new(
+                TextModel::load(folder).map_err(StartError::SearchModel)?,
+            )),
+            None => None,
+        };
+        let prepared = Prepared::new(&catalog, search_model.as_ref());
         Ok(Arc::new(Gateway {
             auth,
             backend,
             store: Arc::new(Store::new(
-                Served::new(catalog, 0, build).with_search_cache(settings.search_cache_bytes),
+                Served::with_prepared(catalog, prepared, 0, build)
+                    .with_search_cache(settings.search_cache_bytes),
             )),
+            search_model,
             settings,
             streams: Arc::new(Registry::default()),
             shutdown,

@@ -60,6 +60,7 @@ impl Reloader {
         let options = self.gateway.settings.build_options();
         let started = Instant::now();
         let served = self.gateway.store.current();
+        let model = self.gateway.search_model.clone();
         let scanned = tokio::task::spawn_blocking(move || {
             let mut next = Sources::scan(&dir, Some(&previous))?;
             let scan = started.elapsed();
@@ -72,8 +73,12 @@ impl Reloader {
             let catalog = Catalog::rebuild(&next, &options, &served.catalog);
             next.release_parsed();
             let preparing = Instant::now();
-            let prepared =
-                crate::tools::Prepared::reusing(&catalog, &served.catalog, &served.prepared);
+            let prepared = crate::tools::Prepared::reusing(
+                &catalog,
+                &served.catalog,
+                &served.prepared,
+                model.as_ref(),
+            );
             let steps = (scan, preparing.elapsed());
             Ok((next, Some((catalog, prepared, steps))))
         })

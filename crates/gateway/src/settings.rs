@@ -34,6 +34,9 @@ pub struct Settings {
     /// Bytes of search_tools answers kept per catalog generation so a
     /// repeated search is not ranked again; 0 turns the cache off.
     pub search_cache_bytes: usize,
+    /// Folder of the text model that ranks tools by meaning besides
+    /// keywords (`scripts/fetch-search-model.sh`); none: keyword search.
+    pub search_model: Option<PathBuf>,
     /// `text` or `json` logs.
     pub log_format: LogFormat,
     /// Debounce window of the catalog watcher.
@@ -128,6 +131,7 @@ impl Default for Settings {
             response_budget: 60_000,
             max_response_bytes: crate::backend::DEFAULT_MAX_RESPONSE_BYTES,
             search_cache_bytes: crate::tools::search_cache::DEFAULT_BYTES,
+            search_model: None,
             log_format: LogFormat::Text,
             debounce: Duration::from_millis(50),
             watch: WatchMode::Events,
@@ -155,6 +159,7 @@ pub struct FileSettings {
     pub response_budget: Option<usize>,
     pub max_response_bytes: Option<usize>,
     pub search_cache_bytes: Option<usize>,
+    pub search_model: Option<PathBuf>,
     pub log_format: Option<LogFormat>,
     pub debounce_ms: Option<u64>,
     pub watch: Option<WatchMode>,
@@ -180,6 +185,7 @@ pub struct Overrides {
     pub response_budget: Option<usize>,
     pub max_response_bytes: Option<usize>,
     pub search_cache_bytes: Option<usize>,
+    pub search_model: Option<PathBuf>,
     pub log_format: Option<String>,
     pub debounce_ms: Option<u64>,
     pub watch: Option<String>,
@@ -242,6 +248,10 @@ impl Settings {
         }
         if let Some(v) = overrides.search_cache_bytes.or(file.search_cache_bytes) {
             s.search_cache_bytes = v;
+        }
+        // An empty value (SEZZLEE_SEARCH_MODEL=) turns the model off.
+        if let Some(v) = overrides.search_model.clone().or(file.search_model) {
+            s.search_model = (!v.as_os_str().is_empty()).then_some(v);
         }
         if let Some(v) = &overrides.log_format {
             s.log_format = match v.as_str() {

@@ -73,6 +73,41 @@ impl SearchIndex {
         })
     }
 
+    /// [`SearchIndex::top_keywords_with`] without the unmatched tools that
+    /// fill a page: only tools matching a keyword, at most `limit`.
+    pub fn matched_keywords_with(
+        &self,
+        words: &[String],
+        limit: usize,
+        include: impl Fn(usize) -> bool,
+        effects: Option<&dyn KeywordEffects>,
+    ) -> Vec<usize> {
+        if limit == 0 || self.doc_count == 0 {
+            return Vec::new();
+        }
+        with_scratch(self.doc_count, |scratch| {
+            self.score_query(words, effects, scratch);
+            best_matched(scratch, &self.resources, limit, &include)
+        })
+    }
+
+    /// Appends to `result`, in index order, tools for which `include`
+    /// holds and that `result` does not hold, until it has `limit`.
+    pub fn fill_in_order(
+        &self,
+        limit: usize,
+        include: impl Fn(usize) -> bool,
+        result: &mut Vec<usize>,
+    ) {
+        let mut tool = 0;
+        while result.len() < limit && tool < self.doc_count {
+            if include(tool) && !result.contains(&tool) {
+                result.push(tool);
+            }
+            tool += 1;
+        }
+    }
+
     pub(super) fn score_query(
         &self,
         words: &[String],

@@ -89,7 +89,7 @@ const INVARIANT: &[&str] = &[
     "this", "was", "yes",
 ];
 
-pub(super) fn is_stopword(word: &str) -> bool {
+pub fn is_stopword(word: &str) -> bool {
     STOPWORDS.binary_search(&word).is_ok()
 }
 

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use served::Served;
 use sezzlee_catalog::Catalog;
 use sezzlee_catalog::search::fold;
+use sezzlee_catalog::semantic::{TextModel, ToolVectors};
 use std::sync::{Arc, OnceLock};
 
 /// The three tools, by name: a call names one of these or none.
@@ -84,24 +85,39 @@ pub struct Prepared {
     /// Each tool's compiled inputSchema, built on first use (shared with
     /// the next catalog's when the tool is unchanged).
     validators: Vec<Arc<CompiledInput>>,
+    /// Every tool embedded by the search model, when one is loaded
+    /// (rows of unchanged tools taken from the previous snapshot's).
+    pub vectors: Option<ToolVectors>,
 }
 
 /// A tool's compiled inputSchema, once compiled.
 type CompiledInput = OnceLock<Result<jsonschema::Validator, String>>;
 
 impl Prepared {
-    pub fn new(catalog: &Catalog) -> Prepared {
-        Prepared::build(catalog, |_| None)
+    pub fn new(catalog: &Catalog, model: Option<&Arc<TextModel>>) -> Prepared {
+        let mut prepared = Prepared::build(catalog, |_| None);
+        prepared.vectors = model.map(|model| ToolVectors::build(model, catalog, None));
+        prepared
     }
 
     /// What serves `catalog`, taking each unchanged tool's card, tags and
     /// compiled schema from `earlier` (what served `previous`).
-    pub fn reusing(catalog: &Catalog, previous: &Catalog, earlier: &Prepared) -> Prepared {
-        Prepared::build(catalog, |tool| {
+    pub fn reusing(
+        catalog: &Catalog,
+        previous: &Catalog,
+        earlier: &Prepared,
+        model: Option<&Arc<TextModel>>,
+    ) -> Prepared {
+        let mut prepared = Prepared::build(catalog, |tool| {
             let index = previous.position(&tool.name)?;
             let before = previous.tools().get(index)?;
             (before.same_body(tool) && before.version == tool.version).then_some((earlier, index))
-        })
+        });
+        prepared.vectors = model.map(|model| {
+            let reused = earlier.vectors.as_ref().map(|vectors| (previous, vectors));
+            ToolVectors::build(model, catalog, reused)
+        });
+        prepared
     }
 
     /// `same(tool)`: where an identical tool was prepared before.
@@ -167,6 +183,7 @@ impl Prepared {
             tags_member: search::escaped_tags_member(&vocabulary),
             folded_tags,
             validators,
+            vectors: None,
         }
     }
 

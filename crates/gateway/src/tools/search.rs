@@ -13,6 +13,7 @@ use super::{Context, load};
 use crate::visibility::View;
 use serde_json::{Value, json};
 use sezzlee_catalog::search::{fold, query_keywords};
+use sezzlee_catalog::semantic;
 use sezzlee_json::{Escaped, LiteralBuilder};
 
 pub const DEFAULT_LIMIT: usize = 20;
@@ -139,7 +140,9 @@ fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnsw
     } else {
         (0..tools.len()).filter(|&i| include(i)).count()
     };
-    let ranked = served.catalog.search_index().top_keywords_with(
+    let ranked = semantic::rank(
+        served.catalog.search_index(),
+        prepared.vectors.as_ref(),
         &key.keywords,
         request.limit,
         include,

@@ -24,8 +24,9 @@ pub struct Served {
 }
 
 impl Served {
+    /// Keyword search only (no search model).
     pub fn new(catalog: Catalog, generation: u64, build_duration: Duration) -> Served {
-        let prepared = Prepared::new(&catalog);
+        let prepared = Prepared::new(&catalog, None);
         Served::with_prepared(catalog, prepared, generation, build_duration)
     }
 

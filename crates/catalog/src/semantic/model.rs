@@ -1,0 +1,250 @@
+//! The text model: a tokenizer and a table of token vectors, turning a text
+//! into one unit vector whose direction stands for what the text means.
+//!
+//! Keyword search only finds the words a document uses; an agent writes its
+//! own ("abort the build" for `cancel`, "text this number" for `sms/send`).
+//! A static embedding model (each token a learned vector; a text the
+//! average of its tokens' vectors) places paraphrases near each other at the
+//! cost of a table lookup per token, on the CPU, with no runtime library.
+//! The model is read from a folder holding `tokenizer.json` (a Hugging Face
+//! tokenizer) and `embeddings.safetensors` (one 2-D tensor, a row per
+//! token id); `scripts/fetch-search-model.sh` fetches the one sezzlee uses.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use safetensors::{Dtype, SafeTensors};
+use sha2::{Digest, Sha256};
+use tokenizers::Tokenizer;
+
+/// The files a model folder holds.
+pub const TOKENIZER_FILE: &str = "tokenizer.json";
+pub const EMBEDDINGS_FILE: &str = "embeddings.safetensors";
+
+/// Characters of a text that are embedded; beyond them a description adds
+/// little and costs tokenizer time.
+pub const MAX_TEXT_CHARS: usize = 600;
+
+/// Dimensions outside this range are not a model sezzlee can use.
+const DIMENSIONS: std::ops::RangeInclusive<usize> = 8..=4096;
+
+/// A loaded model. Immutable, shared by every build and query.
+pub struct TextModel {
+    tokenizer: Tokenizer,
+    /// `vectors[id * dimensions..][..dimensions]` is token `id`'s vector.
+    vectors: Vec<f32>,
+    dimensions: usize,
+    /// SHA-256 of the two files, hex: which model a log line or status
+    /// speaks of.
+    digest: String,
+}
+
+impl fmt::Debug for TextModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TextModel")
+            .field("tokens", &self.token_count())
+            .field("dimensions", &self.dimensions)
+            .field("digest", &self.digest)
+            .finish()
+    }
+}
+
+/// Why a model folder could not be used, naming the file at fault.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelError {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "search model {}: {}", self.path.display(), self.reason)
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+impl TextModel {
+    /// Reads the model in `folder`.
+    pub fn load(folder: &Path) -> Result<TextModel, ModelError> {
+        let tokenizer_path = folder.join(TOKENIZER_FILE);
+        let embeddings_path = folder.join(EMBEDDINGS_FILE);
+        let fail = |path: &Path, reason: String| ModelError {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let tokenizer_bytes =
+            std::fs::read(&tokenizer_path).map_err(|e| fail(&tokenizer_path, e.to_string()))?;
+        let embeddings_bytes =
+            std::fs::read(&embeddings_path).map_err(|e| fail(&embeddings_path, e.to_string()))?;
+        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes)
+            .map_err(|e| fail(&tokenizer_path, format!("not a tokenizer: {e}")))?;
+        // Texts rarely repeat, and the tokenizer's per-thread cache of
+        // tokenised texts would hold tens of megabytes per thread.
+        let mut uncached = tokenizer.get_model().clone();
+        uncached.resize_cache(0);
+        tokenizer.with_model(uncached);
+        let (vectors, dimensions) =
+            token_vectors(&embeddings_bytes).map_err(|reason| fail(&embeddings_path, reason))?;
+        let mut digest = Sha256::new();
+        digest.update(&tokenizer_bytes);
+        digest.update(&embeddings_bytes);
+        let digest = digest
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Ok(TextModel {
+            tokenizer,
+            vectors,
+            dimensions,
+            digest,
+        })
+    }
+
+    /// Length of every vector.
+    pub fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    /// Rows of the token table.
+    pub fn token_count(&self) -> usize {
+        self.vectors.len() / self.dimensions.max(1)
+    }
+
+    /// SHA-256 (hex) of the model's files.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// The unit vector of `text` (its first [`MAX_TEXT_CHARS`] characters):
+    /// the mean of its tokens' vectors, normalised. `None` when the text has
+    /// no token the table knows (empty, or only unknown ids).
+    pub fn embed(&self, text: &str) -> Option<Vec<f32>> {
+        let text = cut(text);
+        if text.trim().is_empty() {
+            return None;
+        }
+        let encoding = self.tokenizer.encode(text, false).ok()?;
+        self.mean_of(encoding.get_ids().iter().copied())
+    }
+
+    /// [`TextModel::embed`], tokenising each word of `text` on its own and
+    /// keeping the tokens of the words in `cache`: the texts of a catalog's
+    /// tools share most of their words, so a build tokenises each once.
+    /// (The tokenizers sezzlee uses never merge across a space, so the
+    /// tokens are those of the whole text, spaces collapsed.)
+    pub fn embed_cached(&self, text: &str, cache: &mut WordTokens) -> Option<Vec<f32>> {
+        let mut ids = Vec::with_capacity(64);
+        for word in cut(text).split_whitespace() {
+            match cache.words.get(word) {
+                Some(known) => ids.extend_from_slice(known),
+                None => {
+                    let encoding = self.tokenizer.encode(word, false).ok()?;
+                    let tokens = encoding.get_ids();
+                    ids.extend_from_slice(tokens);
+                    if cache.words.len() < WordTokens::MAX_WORDS {
+                        cache.words.insert(word.into(), tokens.into());
+                    }
+                }
+            }
+        }
+        self.mean_of(ids.into_iter())
+    }
+
+    /// The normalised sum of the vectors of `ids` (ids beyond the table
+    /// are skipped).
+    fn mean_of(&self, ids: impl Iterator<Item = u32>) -> Option<Vec<f32>> {
+        let mut sum = vec![0f32; self.dimensions];
+        let mut counted = 0usize;
+        for id in ids {
+            let start = id as usize * self.dimensions;
+            let Some(row) = self.vectors.get(start..start + self.dimensions) else {
+                continue;
+            };
+            for (total, value) in sum.iter_mut().zip(row) {
+                *total += value;
+            }
+            counted += 1;
+        }
+        // The mean and the sum point the same way: normalising is enough.
+        let norm = sum.iter().map(|v| v * v).sum::<f32>().sqrt();
+        if counted == 0 || !norm.is_normal() {
+            return None;
+        }
+        sum.iter_mut().for_each(|v| *v /= norm);
+        Some(sum)
+    }
+}
+
+/// The first [`MAX_TEXT_CHARS`] characters of `text`.
+fn cut(text: &str) -> &str {
+    match text.char_indices().nth(MAX_TEXT_CHARS) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+/// Tokens of words already met, for [`TextModel::embed_cached`]. Bounded:
+/// past [`WordTokens::MAX_WORDS`] words, new ones are tokenised each time.
+#[derive(Default)]
+pub struct WordTokens {
+    words: std::collections::HashMap<Box<str>, Box<[u32]>>,
+}
+
+impl WordTokens {
+    /// About 20 MB of words and tokens at most.
+    pub const MAX_WORDS: usize = 200_000;
+}
+
+/// The one 2-D tensor of a safetensors file as f32 rows, and its width.
+fn token_vectors(bytes: &[u8]) -> Result<(Vec<f32>, usize), String> {
+    let tensors = SafeTensors::deserialize(bytes).map_err(|e| format!("not safetensors: {e}"))?;
+    let names = tensors.names();
+    let [name] = names.as_slice() else {
+        return Err(format!(
+            "holds {} tensors; a model has exactly one, the token table",
+            names.len()
+        ));
+    };
+    let tensor = tensors.tensor(name).map_err(|e| e.to_string())?;
+    let &[rows, dimensions] = tensor.shape() else {
+        return Err(format!(
+            "tensor {name} has shape {:?}; the token table is 2-D (tokens × dimensions)",
+            tensor.shape()
+        ));
+    };
+    if rows == 0 || !DIMENSIONS.contains(&dimensions) {
+        return Err(format!(
+            "tensor {name} is {rows} × {dimensions}; expected at least one token of {} to {} dimensions",
+            DIMENSIONS.start(),
+            DIMENSIONS.end()
+        ));
+    }
+    let data = tensor.data();
+    let vectors: Vec<f32> = match tensor.dtype() {
+        Dtype::F32 => data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        Dtype::F16 => data
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        Dtype::BF16 => data
+            .chunks_exact(2)
+            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        other => {
+            return Err(format!(
+                "tensor {name} is {other:?}; expected F32, F16 or BF16"
+            ));
+        }
+    };
+    if vectors.len() != rows * dimensions || vectors.iter().any(|v| !v.is_finite()) {
+        return Err(format!(
+            "tensor {name} does not hold {rows} × {dimensions} finite numbers"
+        ));
+    }
+    Ok((vectors, dimensions))
+}
