@@ -371,13 +371,31 @@ fn search_tasks(dir: &Path, tasks: &str) -> Output {
 
 /// `sezzlee check DIR --search-tasks FILE`.
 fn search_tasks_file(dir: &Path, file: &Path) -> Output {
-    crate::support::sezzlee_binary(None)
+    search_tasks_with_model(dir, file, None)
+}
+
+/// `sezzlee check DIR --search-tasks FILE [--search-model MODEL]`.
+pub fn search_tasks_with_model(dir: &Path, file: &Path, model: Option<&Path>) -> Output {
+    let mut command = crate::support::sezzlee_binary(None);
+    command
         .arg("check")
         .arg(dir)
         .arg("--search-tasks")
-        .arg(file)
-        .output()
-        .expect("run sezzlee")
+        .arg(file);
+    if let Some(model) = model {
+        command.arg("--search-model").arg(model);
+    }
+    command.output().expect("run sezzlee")
+}
+
+/// Recall@5 of each section of a `--search-tasks` run that exited 0: all
+/// documents in one catalog, then each document alone.
+pub fn recall_at_5_sections(output: &Output) -> Vec<f64> {
+    report_of(output)
+        .lines()
+        .filter(|line| line.contains(" tasks: recall@1 "))
+        .map(|line| scores(line.trim()).2)
+        .collect()
 }
 
 /// The report of a run that must have exited 0.

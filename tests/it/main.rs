@@ -19,5 +19,6 @@ mod live_reload;
 mod mcp_endpoint;
 mod real_catalogs;
 mod rmcp_client;
+mod semantic;
 mod support;
 mod visibility;

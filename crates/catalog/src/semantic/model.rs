@@ -26,7 +26,7 @@ pub const EMBEDDINGS_FILE: &str = "embeddings.safetensors";
 pub const MAX_TEXT_CHARS: usize = 600;
 
 /// Dimensions outside this range are not a model sezzlee can use.
-const DIMENSIONS: std::ops::RangeInclusive<usize> = 8..=4096;
+const DIMENSIONS: std::ops::RangeInclusive<usize> = 2..=4096;
 
 /// A loaded model. Immutable, shared by every build and query.
 pub struct TextModel {

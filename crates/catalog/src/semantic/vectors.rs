@@ -37,6 +37,17 @@ pub struct ToolVectors {
     factors: Vec<f32>,
 }
 
+/// Equal when they hold the same rows (whatever model instance made them):
+/// what a reused table must be to one built from scratch.
+impl PartialEq for ToolVectors {
+    fn eq(&self, other: &Self) -> bool {
+        self.dimensions == other.dimensions
+            && self.rows == other.rows
+            && self.heads == other.heads
+            && self.factors == other.factors
+    }
+}
+
 impl std::fmt::Debug for ToolVectors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolVectors")
