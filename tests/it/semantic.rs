@@ -135,6 +135,15 @@ async fn meaning_finds_what_keywords_miss() {
     let texting = json!({"query": "text my colleague that the meeting moved to noon"});
     assert_eq!(names(&semantic.search(texting).await)[0], "send_message");
 
+    let status = semantic.status().await;
+    assert_eq!(status["searchModel"]["tools"], 4, "{status}");
+    assert_eq!(status["searchModel"]["dimensions"], 4, "{status}");
+    assert_eq!(
+        status["searchModel"]["sha256"].as_str().map(str::len),
+        Some(64)
+    );
+    assert_eq!(plain.status().await["searchModel"], Value::Null);
+
     let keywords = json!({"query": "list charges"});
     assert_eq!(
         names(&semantic.search(keywords.clone()).await),

@@ -29,6 +29,16 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
         .map(|d| json!({"file": &*d.file, "namespace": d.namespace, "operations": d.operations, "tools": d.tools}))
         .collect();
     let cache = served.search_cache.figures();
+    // Whether search ranks by meaning too, with which model (its files'
+    // SHA-256), and what its tool vectors hold.
+    let search_model = served.prepared.vectors.as_ref().map(|vectors| {
+        json!({
+            "sha256": vectors.model().digest(),
+            "dimensions": vectors.model().dimensions(),
+            "tools": vectors.len(),
+            "vectorBytes": vectors.heap_bytes(),
+        })
+    });
     json_response(
         StatusCode::OK,
         &json!({
@@ -40,6 +50,7 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
             "diagnostics": catalog.diagnostics,
             "lastReload": {"atUnixMs": loaded_at, "durationMs": served.build_duration.as_secs_f64() * 1000.0},
             "listenStreams": gateway.streams.count(),
+            "searchModel": search_model,
             "searchCache": {
                 "answers": cache.answers,
                 "keywords": cache.keywords,
