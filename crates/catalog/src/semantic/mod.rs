@@ -11,6 +11,7 @@
 
 pub mod fusion;
 pub mod model;
+pub mod routing;
 pub mod vectors;
 
 pub use model::{ModelError, TextModel};
@@ -41,7 +42,7 @@ pub fn rank(
     let lexical = index.matched_keywords_with(words, depth, &include, effects);
     // The words, not the raw query: two queries with the same words rank
     // the same (the served search cache is keyed by them).
-    let semantic = vectors.nearest(&words.join(" "), depth, &include);
+    let semantic = vectors.nearest(&words.join(" "), depth, &lexical, &include);
     let mut ranked = fusion::fuse(&lexical, &semantic, meaning_weight(words), limit);
     index.fill_in_order(limit, include, &mut ranked);
     ranked

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::model::{TextModel, WordTokens};
+use super::routing::Routes;
 use crate::{Catalog, Tool};
 
 /// Largest magnitude of a quantised query component: small enough that a
@@ -32,6 +33,9 @@ pub struct ToolVectors {
     /// The first [`HEAD`] components of each row, on their own: what the
     /// first pass of a query reads.
     heads: Vec<i8>,
+    /// Each document's tools and centroid, for queries over catalogs
+    /// larger than [`SCAN_ALL_UP_TO`] tools.
+    routes: Routes,
     /// Per tool, what a row's dot product is multiplied by to be a cosine
     /// (with the query's own factor).
     factors: Vec<f32>,
@@ -45,6 +49,7 @@ impl PartialEq for ToolVectors {
             && self.rows == other.rows
             && self.heads == other.heads
             && self.factors == other.factors
+            && self.routes == other.routes
     }
 }
 
@@ -101,7 +106,7 @@ fn spaced(identifier: &str) -> String {
 }
 
 /// A vector quantised to `i8`, and the factor back to its values.
-fn quantise(vector: &[f32]) -> (Vec<i8>, f32) {
+pub(super) fn quantise(vector: &[f32]) -> (Vec<i8>, f32) {
     let largest = vector.iter().fold(0f32, |m, v| m.max(v.abs()));
     if !largest.is_normal() {
         return (vec![0; vector.len()], 0.0);
@@ -151,11 +156,21 @@ impl ToolVectors {
             heads.extend_from_slice(&row[..head.min(row.len())]);
             factors.push(factor);
         }
+        let routes = if tools.len() > SCAN_ALL_UP_TO {
+            let documents = tools.iter().map(|tool| &*tool.document);
+            Routes::build(documents, dimensions, |tool| {
+                let start = tool.checked_mul(dimensions)?;
+                Some((table.get(start..start + dimensions)?, *factors.get(tool)?))
+            })
+        } else {
+            Routes::default()
+        };
         ToolVectors {
             model: model.clone(),
             dimensions,
             rows: table,
             heads,
+            routes,
             factors,
         }
     }
@@ -199,28 +214,46 @@ impl ToolVectors {
         &self,
         text: &str,
         depth: usize,
+        lexical: &[usize],
         include: &impl Fn(usize) -> bool,
     ) -> Vec<usize> {
-        let Some(query) = self.model.embed(text) else {
+        let Some(vector) = self.model.embed(text) else {
             return Vec::new();
         };
-        let largest = query.iter().fold(0f32, |m, v| m.max(v.abs()));
-        if depth == 0 || !largest.is_normal() || query.len() != self.dimensions {
+        let largest = vector.iter().fold(0f32, |m, v| m.max(v.abs()));
+        if depth == 0 || !largest.is_normal() || vector.len() != self.dimensions {
             return Vec::new();
         }
-        let query: Vec<i16> = query
+        let query: Vec<i16> = vector
             .iter()
             .map(|v| (v * QUERY_SCALE / largest).round() as i16)
             .collect();
         let head = self.head_width();
-        let mut head_scores = Vec::with_capacity(self.len());
-        dot_rows(&query[..head], &self.heads, head, &mut head_scores);
-        let mut scored: Vec<(usize, f32)> = head_scores
-            .iter()
-            .zip(&self.factors)
-            .enumerate()
-            .map(|(tool, (&dot, &factor))| (tool, dot as f32 * factor))
-            .collect();
+        let mut scored: Vec<(usize, f32)> = if self.len() > SCAN_ALL_UP_TO {
+            let candidates = self.routes.candidates(&query, lexical);
+            let mut head_scores = Vec::with_capacity(candidates.len());
+            dot_some_rows(
+                &query[..head],
+                &self.heads,
+                head,
+                &candidates,
+                &mut head_scores,
+            );
+            candidates
+                .iter()
+                .zip(head_scores)
+                .map(|(&tool, dot)| (tool as usize, dot as f32 * self.factor(tool as usize)))
+                .collect()
+        } else {
+            let mut head_scores = Vec::with_capacity(self.len());
+            dot_rows(&query[..head], &self.heads, head, &mut head_scores);
+            head_scores
+                .iter()
+                .zip(&self.factors)
+                .enumerate()
+                .map(|(tool, (&dot, &factor))| (tool, dot as f32 * factor))
+                .collect()
+        };
         let wanted = depth.saturating_mul(POOL_PER_RESULT);
         // The pool: the best `wanted` by their heads, of the tools the
         // caller may see. Selecting among all first is linear; only when
@@ -262,6 +295,10 @@ impl ToolVectors {
     }
 }
 
+/// Catalogs of up to this many tools compare a query with every tool;
+/// larger ones route it to the documents most like it ([`Routes`]).
+pub const SCAN_ALL_UP_TO: usize = 20_000;
+
 /// Components of each vector in the first pass of [`ToolVectors::nearest`].
 const HEAD: usize = 64;
 
@@ -298,7 +335,7 @@ fn best(
 /// appended to `out`. Compiled for the vector units the CPU has (checked
 /// once, at run time): the scan is most of a semantic query's time.
 #[multiversion::multiversion(targets("x86_64+avx2", "x86_64+sse4.1", "aarch64+neon"))]
-fn dot_rows(query: &[i16], rows: &[i8], width: usize, out: &mut Vec<i32>) {
+pub(super) fn dot_rows(query: &[i16], rows: &[i8], width: usize, out: &mut Vec<i32>) {
     if width == 0 || query.len() != width {
         return;
     }
@@ -310,6 +347,25 @@ fn dot_rows(query: &[i16], rows: &[i8], width: usize, out: &mut Vec<i32>) {
                 .map(|(&x, &y)| i32::from(x) * i32::from(y))
                 .sum(),
         );
+    }
+}
+
+/// [`dot_rows`] for the rows `ids` only.
+#[multiversion::multiversion(targets("x86_64+avx2", "x86_64+sse4.1", "aarch64+neon"))]
+fn dot_some_rows(query: &[i16], rows: &[i8], width: usize, ids: &[u32], out: &mut Vec<i32>) {
+    if width == 0 || query.len() != width {
+        return;
+    }
+    for &id in ids {
+        let start = id as usize * width;
+        let dot = rows.get(start..start + width).map_or(0, |row| {
+            query
+                .iter()
+                .zip(row)
+                .map(|(&x, &y)| i32::from(x) * i32::from(y))
+                .sum()
+        });
+        out.push(dot);
     }
 }
 
