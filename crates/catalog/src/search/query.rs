@@ -62,15 +62,7 @@ impl SearchIndex {
         include: impl Fn(usize) -> bool,
         effects: Option<&dyn KeywordEffects>,
     ) -> Vec<usize> {
-        if limit == 0 || self.doc_count == 0 {
-            return Vec::new();
-        }
-        with_scratch(self.doc_count, |scratch| {
-            self.score_query(words, effects, scratch);
-            let mut result = best_matched(scratch, &self.resources, limit, &include);
-            self.fill_unmatched(scratch, limit, &include, &mut result);
-            result
-        })
+        self.page(words, limit, include, effects, true)
     }
 
     /// [`SearchIndex::top_keywords_with`] without the unmatched tools that
@@ -82,12 +74,29 @@ impl SearchIndex {
         include: impl Fn(usize) -> bool,
         effects: Option<&dyn KeywordEffects>,
     ) -> Vec<usize> {
+        self.page(words, limit, include, effects, false)
+    }
+
+    /// The best `limit` matched tools, then (when `fill`) unmatched ones
+    /// in index order up to `limit`.
+    fn page(
+        &self,
+        words: &[String],
+        limit: usize,
+        include: impl Fn(usize) -> bool,
+        effects: Option<&dyn KeywordEffects>,
+        fill: bool,
+    ) -> Vec<usize> {
         if limit == 0 || self.doc_count == 0 {
             return Vec::new();
         }
         with_scratch(self.doc_count, |scratch| {
             self.score_query(words, effects, scratch);
-            best_matched(scratch, &self.resources, limit, &include)
+            let mut result = best_matched(scratch, &self.resources, limit, &include);
+            if fill {
+                self.fill_unmatched(scratch, limit, &include, &mut result);
+            }
+            result
         })
     }
 
