@@ -35,7 +35,8 @@ pub fn rank(
     let Some(vectors) = vectors.filter(|v| v.len() == index.len() && !words.is_empty()) else {
         return index.top_keywords_with(words, limit, include, effects);
     };
-    if meaning_weight(words) == 0.0 {
+    let weight = meaning_weight(words);
+    if weight == 0.0 {
         return index.top_keywords_with(words, limit, include, effects);
     }
     let depth = fusion::DEPTH.max(limit);
@@ -43,7 +44,7 @@ pub fn rank(
     // The words, not the raw query: two queries with the same words rank
     // the same (the served search cache is keyed by them).
     let semantic = vectors.nearest(&words.join(" "), depth, &lexical, &include);
-    let mut ranked = fusion::fuse(&lexical, &semantic, meaning_weight(words), limit);
+    let mut ranked = fusion::fuse(&lexical, &semantic, weight, limit);
     index.fill_in_order(limit, include, &mut ranked);
     ranked
 }

@@ -133,15 +133,16 @@ impl ToolVectors {
         let earlier = earlier.filter(|(_, vectors)| {
             Arc::ptr_eq(&vectors.model, model) || vectors.model.digest() == model.digest()
         });
-        let rows: Vec<(Vec<i8>, f32)> = tools
+        // Per tool: the earlier table's row to copy, or a new one.
+        let rows: Vec<Result<usize, (Vec<i8>, f32)>> = tools
             .par_iter()
             .map_init(WordTokens::default, |words, tool| {
                 let reused = earlier.and_then(|(previous, vectors)| {
                     let index = previous.position(&tool.name)?;
                     let before = previous.tools().get(index)?;
-                    before.same_body(tool).then(|| vectors.row(index))?
+                    (before.same_body(tool) && vectors.row(index).is_some()).then_some(index)
                 });
-                reused.unwrap_or_else(|| match model.embed_cached(&tool_text(tool), words) {
+                reused.ok_or_else(|| match model.embed_cached(&tool_text(tool), words) {
                     Some(vector) => quantise(&vector),
                     None => (vec![0; dimensions], 0.0),
                 })
@@ -151,8 +152,15 @@ impl ToolVectors {
         let mut table = Vec::with_capacity(tools.len() * dimensions);
         let mut heads = Vec::with_capacity(tools.len() * head);
         let mut factors = Vec::with_capacity(tools.len());
-        for (row, factor) in rows {
-            table.extend_from_slice(&row);
+        let zero = vec![0; dimensions];
+        for source in &rows {
+            let (row, factor) = match source {
+                Ok(index) => earlier
+                    .and_then(|(_, vectors)| vectors.row(*index))
+                    .unwrap_or((&zero, 0.0)),
+                Err((row, factor)) => (row.as_slice(), *factor),
+            };
+            table.extend_from_slice(row);
             heads.extend_from_slice(&row[..head.min(row.len())]);
             factors.push(factor);
         }
@@ -195,10 +203,10 @@ impl ToolVectors {
         self.rows.len() + self.heads.len() + self.factors.len() * std::mem::size_of::<f32>()
     }
 
-    fn row(&self, tool: usize) -> Option<(Vec<i8>, f32)> {
+    fn row(&self, tool: usize) -> Option<(&[i8], f32)> {
         let start = tool.checked_mul(self.dimensions)?;
         let row = self.rows.get(start..start + self.dimensions)?;
-        Some((row.to_vec(), *self.factors.get(tool)?))
+        Some((row, *self.factors.get(tool)?))
     }
 
     /// At most `depth` tools for which `include(i)` holds, by cosine with
@@ -268,19 +276,14 @@ impl ToolVectors {
         if pool.len() < depth && scored.len() > wanted {
             pool = best(scored.into_iter(), wanted, include);
         }
-        let mut rescored = Vec::with_capacity(pool.len());
-        for &tool in &pool {
-            let Some(row) = tool
-                .checked_mul(self.dimensions)
-                .and_then(|start| self.rows.get(start..start + self.dimensions))
-            else {
-                continue;
-            };
-            let mut dot = Vec::with_capacity(1);
-            dot_rows(&query, row, self.dimensions, &mut dot);
-            let dot = dot.first().copied().unwrap_or(0);
-            rescored.push((tool, dot as f32 * self.factor(tool)));
-        }
+        let ids: Vec<u32> = pool.iter().map(|&tool| tool as u32).collect();
+        let mut dots = Vec::with_capacity(ids.len());
+        dot_some_rows(&query, &self.rows, self.dimensions, &ids, &mut dots);
+        let mut rescored: Vec<(usize, f32)> = pool
+            .iter()
+            .zip(dots)
+            .map(|(&tool, dot)| (tool, dot as f32 * self.factor(tool)))
+            .collect();
         rescored.sort_unstable_by(|a, b| by_score(*a, *b));
         rescored.truncate(depth);
         rescored.into_iter().map(|(tool, _)| tool).collect()
