@@ -179,7 +179,7 @@ pub(crate) fn assemble(
             tools.push(tool);
         }
     }
-    let mut catalog = Catalog::from_parts(tools, summaries, diagnostics, units);
+    let mut catalog = Catalog::from_parts(tools, summaries, diagnostics, units, previous);
     catalog.naming = naming;
     catalog
 }

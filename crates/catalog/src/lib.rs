@@ -335,7 +335,11 @@ impl Catalog {
     /// Builds the catalog from the folder's files again, reusing every
     /// document of `previous` whose inputs (its bytes, its sidecar, the
     /// files it `$ref`s, the options) did not change. The result is the
-    /// catalog [`Catalog::build_with`] would give.
+    /// catalog [`Catalog::build_with`] would give; its search index is laid
+    /// out from `previous`'s too (only changed documents anew), and the
+    /// effects of its commonest words wait for
+    /// [`search::SearchIndex::prepare_common`] (rankings are the same
+    /// without them).
     pub fn rebuild(sources: &Sources, options: &BuildOptions, previous: &Catalog) -> Catalog {
         build::build_catalog(sources, options, Some(previous))
     }
@@ -360,11 +364,22 @@ impl Catalog {
         documents: Vec<DocumentSummary>,
         diagnostics: Vec<Diagnostic>,
         units: Vec<Arc<unit::DocumentUnit>>,
+        previous: Option<&Catalog>,
     ) -> Catalog {
         tools.sort_by(|a, b| a.name.cmp(&b.name));
 
         let started = std::time::Instant::now();
-        let index = search::SearchIndex::build(tools.iter().map(Tool::search_fields));
+        let fields = tools.iter().map(Tool::search_fields);
+        // From the index before, only changed documents are laid out; its
+        // common words' effects wait for `SearchIndex::prepare_common`.
+        let index = match previous {
+            Some(previous) => {
+                let before: Vec<search::SearchFields<'_>> =
+                    previous.tools.iter().map(Tool::search_fields).collect();
+                search::SearchIndex::update(&previous.index, &before, fields)
+            }
+            None => search::SearchIndex::build(fields),
+        };
         let report = BuildReport {
             index: started.elapsed(),
             ..BuildReport::default()

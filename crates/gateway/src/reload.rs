@@ -115,7 +115,14 @@ impl Reloader {
         );
         drop(served);
         // Dropping a large catalog takes a while; not on an async worker.
-        tokio::task::spawn_blocking(move || drop(previous));
+        // Nor is computing the effects of the new index's commonest words,
+        // which its rebuild left for after the swap (rankings are the same
+        // meanwhile, only slower for those words).
+        let current = self.gateway.store.current();
+        tokio::task::spawn_blocking(move || {
+            drop(previous);
+            current.catalog.search_index().prepare_common();
+        });
         tracing::info!(
             generation,
             tools,

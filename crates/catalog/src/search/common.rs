@@ -39,9 +39,10 @@ impl SearchIndex {
     /// the first query on.
     pub(super) fn common_effects(&self) -> HashMap<Box<str>, Arc<KeywordEffect>> {
         let mut candidates: Vec<(usize, &str)> = self
+            .dictionary
             .terms
             .iter()
-            .zip(&self.term_group)
+            .zip(&self.dictionary.term_group)
             .filter(|(term, _)| term.chars().nth(1).is_some() && !is_stopword(term))
             .map(|(term, &group)| (self.group_postings(group).len(), &**term))
             .collect();
@@ -84,12 +85,12 @@ mod tests {
         let tools = common_word_tools(90);
         let with_common = index(&tools);
         assert!(
-            with_common.common.contains_key("user"),
+            with_common.common.get().unwrap().contains_key("user"),
             "{:?}",
-            with_common.common.keys()
+            with_common.common.get().unwrap().keys()
         );
         let mut plain = index(&tools);
-        plain.common.clear();
+        plain.common = std::sync::OnceLock::new();
         for query in [
             "list users",
             "get group member",
@@ -113,7 +114,7 @@ mod tests {
         let tools = common_word_tools(120);
         // Without the index's own common words, so that the store is used.
         let mut idx = index(&tools);
-        idx.common.clear();
+        idx.common = std::sync::OnceLock::new();
         let kept = KeptEffects::default();
         let queries = [
             "list users",

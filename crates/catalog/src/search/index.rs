@@ -2,16 +2,19 @@
 //!
 //! What depends on the tools alone, not on the query, is computed when the
 //! catalog is built, so that a query reads numbers and never tool text: the
-//! sorted token dictionary, tokens grouped by singular form, each group's
-//! posting list with its field-weighted, length-normalised (BM25F)
-//! frequency per tool, and each route's resource segments. (The effects of
-//! the commonest words, also computed at build time, are in `effects`.)
+//! sorted token dictionary (`dictionary`), tokens grouped by singular
+//! form, each group's posting list with its field-weighted,
+//! length-normalised (BM25F) frequency per tool, and each route's resource
+//! segments. How it is laid out, from scratch or from the index before, is
+//! `layout`; the effects of the commonest words are in `common`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use super::analysis::{ToolWords, analyse_document, name_tokens};
+use super::analysis::{ToolWords, analyse_document};
+use super::dictionary::Dictionary;
 use super::effects::KeywordEffect;
+use super::layout::{Before, lay_out};
 use super::words::{is_stopword, singular, tokens};
 
 /// Text of one tool as search sees it. Documents are passed in name order
@@ -47,8 +50,10 @@ pub(super) const DESCRIPTION: usize = 6;
 
 /// How much a match in each field weighs (BM25F field boost).
 pub(super) const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 3.0, 1.5, 1.5, 1.0, 0.9, 0.6];
-/// BM25 length normalisation per field (0: none, 1: full). Names are
-/// normalised most: `create_gist` is more about gists than
+/// BM25 length normalisation per field (0: none, 1: full), against the
+/// field's mean length over the tool's document (so a tool's weights depend
+/// on its document alone, and an API's verbose style is its own norm).
+/// Names are normalised most: `create_gist` is more about gists than
 /// `gists_create_comment_reaction`.
 pub(super) const FIELD_B: [f32; FIELDS] = [0.9, 0.5, 0.3, 0.3, 0.3, 0.5, 0.75];
 /// How many tokens of the description make its lead.
@@ -57,7 +62,7 @@ pub(super) const LEAD_TOKENS: usize = 10;
 /// One posting: a tool containing a word group, with the group's BM25F
 /// pseudo-frequency there (field-weighted, length-normalised).
 /// Eight bytes, so a long posting list stays dense in cache.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Posting {
     /// The tool, and in the top bit ([`RESOURCE_BIT`]) whether the group
     /// names one of its resource segments (see [`ROUTE_COVERAGE`](super::scratch::ROUTE_COVERAGE)).
@@ -68,6 +73,19 @@ pub(super) struct Posting {
 const RESOURCE_BIT: u32 = 1 << 31;
 
 impl Posting {
+    pub(super) fn new(doc: u32, resource: bool, weight: f32) -> Posting {
+        let flag = if resource { RESOURCE_BIT } else { 0 };
+        Posting {
+            doc_and_resource: (doc & !RESOURCE_BIT) | flag,
+            weight,
+        }
+    }
+
+    /// The same posting for the tool's id in another layout.
+    pub(super) fn with_doc(&self, doc: u32) -> Posting {
+        Posting::new(doc, self.resource(), self.weight)
+    }
+
     pub(super) fn doc(&self) -> usize {
         (self.doc_and_resource & !RESOURCE_BIT) as usize
     }
@@ -82,21 +100,22 @@ impl Posting {
 #[derive(Debug)]
 pub struct SearchIndex {
     pub(super) doc_count: usize,
-    /// Distinct tokens, sorted.
-    pub(super) terms: Vec<Box<str>>,
-    /// The group (singular form) of each token.
-    pub(super) term_group: Vec<u32>,
-    /// Group id of each singular form.
-    pub(super) groups: HashMap<Box<str>, u32>,
+    /// Tokens, sorted and grouped; shared with the next index while no
+    /// word comes or goes.
+    pub(super) dictionary: Arc<Dictionary>,
+    /// How many tools hold each term of the dictionary.
+    pub(super) term_tools: Vec<u32>,
     /// `postings[posting_start[g]..posting_start[g + 1]]` are group `g`'s,
     /// in tool order.
-    posting_start: Vec<u32>,
-    postings: Vec<Posting>,
+    pub(super) posting_start: Vec<u32>,
+    pub(super) postings: Vec<Posting>,
     /// Distinct resource segments of each tool's route.
     pub(super) resources: Vec<u8>,
-    /// The effects of the catalog's commonest words as keywords, computed
-    /// when the index is built ([`SearchIndex::common_effects`]).
-    pub(super) common: HashMap<Box<str>, Arc<KeywordEffect>>,
+    /// The effects of the catalog's commonest words as keywords
+    /// ([`SearchIndex::common_effects`]): computed with a fresh index, and
+    /// after an update when [`SearchIndex::prepare_common`] is called.
+    /// Rankings are the same with or without them.
+    pub(super) common: OnceLock<HashMap<Box<str>, Arc<KeywordEffect>>>,
 }
 
 impl SearchIndex {
@@ -104,43 +123,47 @@ impl SearchIndex {
     /// [`SearchIndex::build`] adds them).
     pub(super) fn index_tools<'a>(docs: impl IntoIterator<Item = SearchFields<'a>>) -> SearchIndex {
         let docs: Vec<SearchFields<'a>> = docs.into_iter().collect();
-        // Tools that come without their words are analysed by document.
-        let mut by_document: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, doc) in docs.iter().enumerate() {
-            if doc.words.is_none() {
-                by_document.entry(doc.document).or_default().push(i);
-            }
+        let analysed = analyse_missing(&docs);
+        let words: Vec<&ToolWords> = (docs.iter().enumerate())
+            .filter_map(|(i, doc)| doc.words.or(analysed.get(i).and_then(Option::as_ref)))
+            .collect();
+        if words.len() != docs.len() {
+            return lay_out(&[], &[], None);
         }
-        let mut analysed: Vec<Option<ToolWords>> = vec![None; docs.len()];
-        for members in by_document.into_values() {
-            let fields: Vec<SearchFields<'a>> = members
-                .iter()
-                .map(|&i| SearchFields {
-                    argument_names: docs[i].argument_names.clone(),
-                    ..docs[i]
-                })
-                .collect();
-            for (i, words) in members.into_iter().zip(analyse_document(&fields)) {
-                analysed[i] = Some(words);
-            }
+        lay_out(&docs, &words, None)
+    }
+
+    /// The index of `docs` laid out from `previous`, the index of
+    /// `before`: the postings of documents whose tools are unchanged are
+    /// kept, only the others' laid out. Equal to a fresh layout of `docs`,
+    /// but for the effects of common words, which wait for
+    /// [`SearchIndex::prepare_common`] (rankings are the same without).
+    /// Falls back to a fresh layout when either list is not in strictly
+    /// ascending name order or a tool before comes without its words.
+    pub fn update<'a>(
+        previous: &SearchIndex,
+        before: &[SearchFields<'_>],
+        docs: impl IntoIterator<Item = SearchFields<'a>>,
+    ) -> SearchIndex {
+        let docs: Vec<SearchFields<'a>> = docs.into_iter().collect();
+        let analysed = analyse_missing(&docs);
+        let words: Vec<&ToolWords> = (docs.iter().enumerate())
+            .filter_map(|(i, doc)| doc.words.or(analysed.get(i).and_then(Option::as_ref)))
+            .collect();
+        if words.len() != docs.len() || previous.doc_count != before.len() {
+            return SearchIndex::build(docs);
         }
-        let mut builder = Builder::default();
-        let terms: usize = docs
-            .iter()
-            .zip(&analysed)
-            .filter_map(|(doc, own)| doc.words.or(own.as_ref()))
-            .map(ToolWords::term_count)
-            .sum();
-        // Room for the name's words too.
-        builder.occurrences.reserve(terms + 4 * docs.len());
-        builder.lengths.reserve(docs.len());
-        builder.resources.reserve(docs.len());
-        for (doc, own) in docs.iter().zip(&analysed) {
-            if let Some(words) = doc.words.or(own.as_ref()) {
-                builder.add(doc.name, words);
-            }
-        }
-        builder.finish()
+        let before = Before {
+            index: previous,
+            tools: before,
+        };
+        lay_out(&docs, &words, Some(before))
+    }
+
+    /// Computes the effects of the commonest words, when not yet done (an
+    /// updated index leaves them to its owner, off the reload's path).
+    pub fn prepare_common(&self) {
+        self.common.get_or_init(|| self.common_effects());
     }
 
     /// Number of tools indexed.
@@ -165,127 +188,58 @@ impl SearchIndex {
             .get(start as usize..end as usize)
             .unwrap_or(&[])
     }
-}
 
-/// Collects tools, then lays out the index.
-#[derive(Default)]
-struct Builder {
-    term_ids: HashMap<String, u32>,
-    /// Provisional term ids of each vocabulary met, by its address.
-    vocabularies: HashMap<usize, Vec<u32>>,
-    /// (term, doc, frequency per field), in doc order.
-    occurrences: Vec<(u32, u32, [u16; FIELDS])>,
-    /// Token count per field, per doc.
-    lengths: Vec<[u32; FIELDS]>,
-    /// The resource terms of each doc's route.
-    resources: Vec<Vec<u32>>,
-}
-
-impl Builder {
-    fn add(&mut self, name: &str, words: &ToolWords) {
-        let id = self.lengths.len() as u32;
-        let vocabulary = words.vocabulary();
-        let key = Arc::as_ptr(vocabulary) as *const u8 as usize;
-        if !self.vocabularies.contains_key(&key) {
-            let ids = vocabulary.iter().map(|term| self.term_id(term)).collect();
-            self.vocabularies.insert(key, ids);
-        }
-        let ids = self.vocabularies.get(&key).map_or(&[][..], Vec::as_slice);
-        let global = |term: u32| ids.get(term as usize).copied().unwrap_or(0);
-        let mut counts: Vec<(u32, [u16; FIELDS])> = words
-            .terms()
-            .map(|term| (global(term.term), term.counts))
-            .collect();
-        let resources: Vec<u32> = words.resource_terms().iter().map(|&t| global(t)).collect();
-        let names = name_tokens(name);
-        let mut lengths = words.lengths();
-        lengths[NAME] = names.len() as u32;
-        for token in &names {
-            let term = self.term_id(token);
-            match counts.iter_mut().find(|(t, _)| *t == term) {
-                Some((_, slot)) => slot[NAME] = slot[NAME].saturating_add(1),
-                None => {
-                    let mut slot = [0; FIELDS];
-                    slot[NAME] = 1;
-                    counts.push((term, slot));
-                }
-            }
-        }
-        let entries = counts.into_iter().map(|(term, f)| (term, id, f));
-        self.occurrences.extend(entries);
-        self.lengths.push(lengths);
-        self.resources.push(resources);
+    pub(super) fn postings_len(&self) -> usize {
+        self.postings.len()
     }
 
-    fn term_id(&mut self, word: &str) -> u32 {
-        if let Some(&id) = self.term_ids.get(word) {
-            return id;
-        }
-        let id = self.term_ids.len() as u32;
-        self.term_ids.insert(word.to_string(), id);
-        id
+    /// Whether `other` is laid out exactly as `self` (the effects of
+    /// common words aside).
+    #[cfg(test)]
+    pub(super) fn same_layout(&self, other: &SearchIndex) -> bool {
+        let d = (&self.dictionary, &other.dictionary);
+        self.doc_count == other.doc_count
+            && d.0.terms == d.1.terms
+            && d.0.term_group == d.1.term_group
+            && d.0.forms == d.1.forms
+            && d.0.groups == d.1.groups
+            && self.term_tools == other.term_tools
+            && self.posting_start == other.posting_start
+            && self.postings.len() == other.postings.len()
+            && self.postings.iter().zip(&other.postings).all(|(a, b)| {
+                a.doc_and_resource == b.doc_and_resource && a.weight.to_bits() == b.weight.to_bits()
+            })
+            && self.resources == other.resources
     }
+}
 
-    fn finish(self) -> SearchIndex {
-        let doc_count = self.lengths.len();
-        let (terms, remap) = sorted_terms(self.term_ids);
-        let (term_group, groups) = singular_groups(&terms);
-        let group_of = |term: u32| term_group[remap[term as usize] as usize];
-        let mut occurrences = self.occurrences;
-        for occurrence in &mut occurrences {
-            occurrence.0 = group_of(occurrence.0);
+/// The words of tools that come without them, analysed by document (the
+/// tools of one document together), at their tools' positions; empty when
+/// every tool comes with its words.
+fn analyse_missing(docs: &[SearchFields<'_>]) -> Vec<Option<ToolWords>> {
+    let mut by_document: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, doc) in docs.iter().enumerate() {
+        if doc.words.is_none() {
+            by_document.entry(doc.document).or_default().push(i);
         }
-        let occurrences = by_group(occurrences, groups.len());
-        let merged = merge_occurrences(occurrences);
-        let resource_groups: Vec<Vec<u32>> = self
-            .resources
+    }
+    if by_document.is_empty() {
+        return Vec::new();
+    }
+    let mut analysed: Vec<Option<ToolWords>> = vec![None; docs.len()];
+    for members in by_document.into_values() {
+        let fields: Vec<SearchFields<'_>> = members
             .iter()
-            .map(|terms| {
-                let mut ids: Vec<u32> = terms.iter().map(|&term| group_of(term)).collect();
-                ids.sort_unstable();
-                ids.dedup();
-                ids
+            .map(|&i| SearchFields {
+                argument_names: docs[i].argument_names.clone(),
+                ..docs[i]
             })
             .collect();
-        let resources = resource_groups
-            .iter()
-            .map(|groups| groups.len().min(usize::from(u8::MAX)) as u8)
-            .collect();
-
-        let average = average_lengths(&self.lengths);
-        let mut posting_start = Vec::with_capacity(groups.len() + 1);
-        let mut postings = Vec::with_capacity(merged.len());
-        for (group, doc, frequency) in merged {
-            while posting_start.len() <= group as usize {
-                posting_start.push(postings.len() as u32);
-            }
-            let lengths = &self.lengths[doc as usize];
-            let weight = (0..FIELDS)
-                .map(|f| field_weight(f, frequency[f], lengths[f], average[f]))
-                .sum();
-            let resource = resource_groups
-                .get(doc as usize)
-                .is_some_and(|groups| groups.binary_search(&group).is_ok());
-            let flag = if resource { RESOURCE_BIT } else { 0 };
-            postings.push(Posting {
-                doc_and_resource: (doc & !RESOURCE_BIT) | flag,
-                weight,
-            });
-        }
-        while posting_start.len() <= groups.len() {
-            posting_start.push(postings.len() as u32);
-        }
-        SearchIndex {
-            doc_count,
-            terms,
-            term_group,
-            groups,
-            posting_start,
-            postings,
-            resources,
-            common: HashMap::new(),
+        for (i, words) in members.into_iter().zip(analyse_document(&fields)) {
+            analysed[i] = Some(words);
         }
     }
+    analysed
 }
 
 /// Singular forms of the literal words of a route's path: not the method,
@@ -320,94 +274,10 @@ fn is_version(word: &str) -> bool {
         .is_some_and(|digits| !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
 }
 
-/// Occurrences ordered by group, each group's in the order given (doc
-/// order): a counting sort, linear in the occurrences.
-fn by_group(
-    occurrences: Vec<(u32, u32, [u16; FIELDS])>,
-    groups: usize,
-) -> Vec<(u32, u32, [u16; FIELDS])> {
-    let mut start = vec![0usize; groups + 1];
-    for (group, _, _) in &occurrences {
-        if let Some(count) = start.get_mut(*group as usize + 1) {
-            *count += 1;
-        }
-    }
-    for i in 1..start.len() {
-        start[i] += start[i - 1];
-    }
-    let mut sorted = vec![(0, 0, [0; FIELDS]); occurrences.len()];
-    for occurrence in occurrences.into_iter() {
-        if let Some(next) = start.get_mut(occurrence.0 as usize)
-            && let Some(slot) = sorted.get_mut(*next)
-        {
-            *slot = occurrence;
-            *next += 1;
-        }
-    }
-    sorted
-}
-
-/// Sums the frequencies of entries with the same (group, doc); `sorted` is
-/// ordered by (group, doc).
-fn merge_occurrences(mut sorted: Vec<(u32, u32, [u16; FIELDS])>) -> Vec<(u32, u32, [u16; FIELDS])> {
-    // In place: `later` is folded into the `kept` entry before it.
-    sorted.dedup_by(|later, kept| {
-        let same = later.0 == kept.0 && later.1 == kept.1;
-        if same {
-            for (total, more) in kept.2.iter_mut().zip(later.2) {
-                *total = total.saturating_add(more);
-            }
-        }
-        same
-    });
-    sorted
-}
-
-/// The dictionary in sorted order, and provisional id → sorted id.
-fn sorted_terms(term_ids: HashMap<String, u32>) -> (Vec<Box<str>>, Vec<u32>) {
-    let mut entries: Vec<(String, u32)> = term_ids.into_iter().collect();
-    entries.sort_unstable();
-    let mut remap = vec![0u32; entries.len()];
-    let mut terms = Vec::with_capacity(entries.len());
-    for (sorted, (term, provisional)) in entries.into_iter().enumerate() {
-        remap[provisional as usize] = sorted as u32;
-        terms.push(term.into_boxed_str());
-    }
-    (terms, remap)
-}
-
-/// Groups sorted terms by singular form: the group of each term, and the
-/// group id of each form. Ids follow dictionary order, so are deterministic.
-fn singular_groups(terms: &[Box<str>]) -> (Vec<u32>, HashMap<Box<str>, u32>) {
-    let mut groups: HashMap<Box<str>, u32> = HashMap::new();
-    let term_group = terms
-        .iter()
-        .map(|term| {
-            let next = groups.len() as u32;
-            *groups
-                .entry(singular(term).into_boxed_str())
-                .or_insert(next)
-        })
-        .collect();
-    (term_group, groups)
-}
-
-/// Mean token count of each field over all tools (at least 1).
-fn average_lengths(lengths: &[[u32; FIELDS]]) -> [f32; FIELDS] {
-    let mut total = [0f64; FIELDS];
-    for doc in lengths {
-        for (sum, length) in total.iter_mut().zip(doc) {
-            *sum += f64::from(*length);
-        }
-    }
-    let n = lengths.len().max(1) as f64;
-    total.map(|t| ((t / n) as f32).max(1.0))
-}
-
 /// A word group's BM25F pseudo-frequency in one field of a tool: weighted
 /// and normalised by the field's length. Repeats count only in the
 /// description; elsewhere they are structure, not emphasis.
-fn field_weight(field: usize, frequency: u16, length: u32, average: f32) -> f32 {
+pub(super) fn field_weight(field: usize, frequency: u16, length: u32, average: f32) -> f32 {
     if frequency == 0 {
         return 0.0;
     }

@@ -35,7 +35,8 @@
 //! 2. a BM25F score: for each keyword, the tool's matches are weighted by
 //!    field ([`FIELD_WEIGHT`](index::FIELD_WEIGHT): name and searchTerms above tags and route,
 //!    above argument names, above the description) and by match kind,
-//!    normalised by the field's length ([`FIELD_B`](index::FIELD_B)), saturated ([`K1`](scratch::K1)) and
+//!    normalised by the field's length against its mean over the tool's
+//!    document ([`FIELD_B`](index::FIELD_B)), saturated ([`K1`](scratch::K1)) and
 //!    multiplied by the keyword's inverse document frequency, so words that
 //!    most tools share (`list`, `get`) weigh little. The first words of the
 //!    description (its summary, usually) weigh a little more than the rest.
@@ -73,8 +74,10 @@
 
 mod analysis;
 mod common;
+mod dictionary;
 mod effects;
 mod index;
+mod layout;
 mod page;
 mod query;
 mod scratch;
@@ -92,8 +95,8 @@ impl SearchIndex {
     /// document's position is its id and its rank among ties, so pass them
     /// in name order.
     pub fn build<'a>(docs: impl IntoIterator<Item = SearchFields<'a>>) -> SearchIndex {
-        let mut index = SearchIndex::index_tools(docs);
-        index.common = index.common_effects();
+        let index = SearchIndex::index_tools(docs);
+        index.prepare_common();
         index
     }
 }

@@ -7,7 +7,6 @@
 //! put scoring and page selection together.
 
 use std::collections::HashSet;
-use std::ops::Range;
 use std::sync::Arc;
 
 use super::effects::KeywordEffects;
@@ -134,7 +133,7 @@ impl SearchIndex {
             let keyword = Keyword { word, effects };
             // A keyword whose effect is kept was common: adding the effect
             // is all there is to do.
-            let common = self.common.get(word.as_str()).cloned();
+            let common = (self.common.get()).and_then(|common| common.get(word.as_str()).cloned());
             if let Some(effect) = common.or_else(|| effects.and_then(|kept| kept.get(word))) {
                 scratch.apply(effect);
             } else if stopword {
@@ -234,15 +233,16 @@ impl SearchIndex {
 
     /// The group of tokens with the same singular form as `word`.
     fn group_of(&self, word: &str) -> Option<u32> {
-        self.groups.get(singular(word).as_str()).copied()
+        self.dictionary.group(&singular(word))
     }
 
     /// Groups of the tokens starting with `word`, except those in `used`,
     /// each once, in dictionary order of their first token.
     fn prefix_groups(&self, word: &str, used: &[u32]) -> Vec<u32> {
         let mut seen = HashSet::new();
-        self.prefix_range(word)
-            .filter_map(|term| self.term_group.get(term).copied())
+        self.dictionary
+            .prefix_range(word)
+            .filter_map(|term| self.dictionary.term_group.get(term).copied())
             .filter(|group| !used.contains(group) && seen.insert(*group))
             .collect()
     }
@@ -288,13 +288,6 @@ impl SearchIndex {
             }
             doc += 1;
         }
-    }
-
-    /// Tokens starting with `word`: contiguous in the sorted dictionary.
-    fn prefix_range(&self, word: &str) -> Range<usize> {
-        let start = self.terms.partition_point(|t| &**t < word);
-        let len = self.terms[start..].partition_point(|t| t.starts_with(word));
-        start..start + len
     }
 }
 
