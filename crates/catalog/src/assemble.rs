@@ -51,6 +51,7 @@ pub(crate) fn finish_document(mut document: DocumentBuild) -> (DocumentPart, Vec
                 description: &draft.description,
                 search_terms: &draft.search_terms,
                 route: &draft.route,
+                api: &document.title,
                 argument_names: argument_names.iter().map(|name| &**name).collect(),
                 tags: &draft.tags,
                 document: &document.file,

@@ -42,6 +42,8 @@ pub struct Draft {
 pub struct DocumentBuild {
     pub file: Arc<str>,
     pub namespace: String,
+    /// The API's name (`info.title`), searched as every tool's API field.
+    pub title: String,
     pub operations: usize,
     pub drafts: Vec<Draft>,
     pub diagnostics: Vec<Diagnostic>,

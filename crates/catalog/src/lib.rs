@@ -227,6 +227,7 @@ impl Tool {
             description: &self.description,
             search_terms: &self.search_terms,
             route: &self.route,
+            api: "",
             // Read only when `words` is absent; the words hold them.
             argument_names: Vec::new(),
             words: Some(&self.words),

@@ -214,9 +214,14 @@ pub(crate) fn build_document(
     if let Some(sidecar) = sidecar {
         unmatched_sidecar_keys(&file, sidecar, paths, &matched_keys, &mut diagnostics);
     }
+    let title = (root.pointer("/info/title"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     DocumentBuild {
         file,
         namespace,
+        title,
         operations,
         drafts,
         diagnostics,

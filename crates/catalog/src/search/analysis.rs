@@ -12,10 +12,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::index::{
-    ARGUMENTS, DESCRIPTION, FIELDS, LEAD, LEAD_TOKENS, NAME, ROUTE, SEARCH_TERMS, SearchFields,
-    TAGS, route_words,
+    API, ARGUMENTS, DESCRIPTION, FIELDS, LEAD, LEAD_TOKENS, NAME, ROUTE, SEARCH_TERMS,
+    SearchFields, TAGS, route_words,
 };
-use super::words::{singular, tokens};
+use super::words::{is_stopword, singular, tokens};
 
 /// Field bits and count bits of an entry.
 const FIELD_SHIFT: u32 = 5;
@@ -189,8 +189,37 @@ fn fields_but_name(doc: &SearchFields<'_>) -> [Vec<String>; FIELDS] {
     let rest = description.split_off(description.len().min(LEAD_TOKENS));
     fields[LEAD] = description;
     fields[DESCRIPTION] = rest;
+    fields[API] = api_words(doc.api);
     debug_assert!(fields[NAME].is_empty());
     fields
+}
+
+/// The words of an API's name that name it: not function words, versions
+/// or numbers, nor the words most API names share (`API`, `REST`,
+/// `service`), which would tie every tool of every document.
+fn api_words(title: &str) -> Vec<String> {
+    const GENERIC: [&str; 12] = [
+        "api",
+        "apis",
+        "rest",
+        "restful",
+        "http",
+        "openapi",
+        "swagger",
+        "service",
+        "services",
+        "spec",
+        "specification",
+        "v",
+    ];
+    let mut words: Vec<String> = tokens(title)
+        .into_iter()
+        .filter(|t| !is_stopword(t) && !GENERIC.contains(&t.as_str()))
+        .filter(|t| !t.chars().any(|c| c.is_ascii_digit()))
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words
 }
 
 /// The name's tokens.

@@ -25,6 +25,10 @@ pub struct SearchFields<'a> {
     pub search_terms: &'a [String],
     /// `METHOD /path`, e.g. `GET /orders/{id}`.
     pub route: &'a str,
+    /// The name of the API the tool belongs to (its document's
+    /// `info.title`): an agent naming the product ("in Stripe") prefers
+    /// its tools.
+    pub api: &'a str,
     pub argument_names: Vec<&'a str>,
     pub tags: &'a [String],
     /// The API document the tool comes from: route segments most of a
@@ -39,7 +43,7 @@ pub struct SearchFields<'a> {
 /// The searchable fields, in the order of [`FIELD_WEIGHT`] and [`FIELD_B`].
 /// The description is two fields: its first [`LEAD_TOKENS`] tokens (the
 /// lead, usually the summary) and the rest.
-pub(super) const FIELDS: usize = 7;
+pub(super) const FIELDS: usize = 8;
 pub(super) const NAME: usize = 0;
 pub(super) const SEARCH_TERMS: usize = 1;
 pub(super) const TAGS: usize = 2;
@@ -47,15 +51,16 @@ pub(super) const ROUTE: usize = 3;
 pub(super) const ARGUMENTS: usize = 4;
 pub(super) const LEAD: usize = 5;
 pub(super) const DESCRIPTION: usize = 6;
+pub(super) const API: usize = 7;
 
 /// How much a match in each field weighs (BM25F field boost).
-pub(super) const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 3.0, 1.5, 1.5, 1.0, 0.9, 0.6];
+pub(super) const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 3.0, 1.5, 1.5, 1.0, 0.9, 0.6, 1.0];
 /// BM25 length normalisation per field (0: none, 1: full), against the
 /// field's mean length over the tool's document (so a tool's weights depend
 /// on its document alone, and an API's verbose style is its own norm).
 /// Names are normalised most: `create_gist` is more about gists than
 /// `gists_create_comment_reaction`.
-pub(super) const FIELD_B: [f32; FIELDS] = [0.9, 0.5, 0.3, 0.3, 0.3, 0.5, 0.75];
+pub(super) const FIELD_B: [f32; FIELDS] = [0.9, 0.5, 0.3, 0.3, 0.3, 0.5, 0.75, 0.0];
 /// How many tokens of the description make its lead.
 pub(super) const LEAD_TOKENS: usize = 10;
 
@@ -377,6 +382,7 @@ mod tests {
                 description: "",
                 search_terms: &[],
                 route,
+                api: "",
                 argument_names: Vec::new(),
                 tags: &[],
                 document: "test.json",
@@ -388,6 +394,40 @@ mod tests {
         // rest and api are in every route; issue in half of them, kept.
         assert_eq!(resources(0), ["issue"]);
         assert_eq!(resources(3), ["comment", "issue"]);
+    }
+
+    #[test]
+    fn an_api_named_in_the_query_is_preferred_without_hiding_others() {
+        let tools = [
+            Tool {
+                name: "a_list_customers",
+                api: "Acme Billing API",
+                ..Tool::default()
+            },
+            Tool {
+                name: "b_list_customers",
+                api: "Stripe API",
+                ..Tool::default()
+            },
+            Tool {
+                name: "c_create_charge",
+                api: "Stripe API",
+                ..Tool::default()
+            },
+        ];
+        assert_eq!(
+            names(&tools, "list customers", 3),
+            ["a_list_customers", "b_list_customers", "c_create_charge"]
+        );
+        assert_eq!(
+            names(&tools, "list my customers in Stripe", 3),
+            ["b_list_customers", "a_list_customers", "c_create_charge"]
+        );
+        // The words every API's name has say nothing.
+        assert_eq!(
+            names(&tools, "list customers api", 2),
+            ["a_list_customers", "b_list_customers"]
+        );
     }
 
     #[test]

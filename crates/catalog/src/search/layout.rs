@@ -688,6 +688,7 @@ mod tests {
             description,
             search_terms: &[],
             route,
+            api: "",
             argument_names: Vec::new(),
             tags: &[],
             document,
