@@ -11,7 +11,7 @@ use std::fmt;
 /// How bad a diagnostic is. `Error` means something the catalog owner asked
 /// for is not being served (or a configuration was refused); `Warning` means
 /// the catalog was built but differs from what the document literally says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Error,
@@ -20,7 +20,7 @@ pub enum Severity {
 
 /// One problem, located by file (relative to the catalogs folder, `/`
 /// separated) and JSON pointer inside it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Diagnostic {
     pub code: &'static str,
     pub severity: Severity,

@@ -137,7 +137,7 @@ pub struct VariantConfig {
 
 /// Who may see the tools a policy is attached to: any listed scope or any
 /// listed role suffices.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq, Hash)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Policy {
     #[serde(default)]

@@ -59,15 +59,21 @@ pub struct SourceFile {
 impl SourceFile {
     /// Forgets the parse when the file on disk holds it: not for a file
     /// whose current bytes do not parse (its last good version is only here).
-    fn release(&mut self) {
+    /// The parses forgotten go to `released`.
+    fn release(&mut self, released: &mut Vec<Arc<Value>>) {
         if self.current.is_err() {
             return;
         }
-        if let Ok(parsed @ Parsed::Json(_)) = &mut self.current {
-            *parsed = Parsed::OnDisk;
-        }
-        if let Some(parsed @ Parsed::Json(_)) = &mut self.serving {
-            *parsed = Parsed::OnDisk;
+        for parsed in [self.current.as_mut().ok(), self.serving.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            if !matches!(parsed, Parsed::Json(_)) {
+                continue;
+            }
+            if let Parsed::Json(value) = std::mem::replace(parsed, Parsed::OnDisk) {
+                released.push(value);
+            }
         }
     }
 
@@ -120,6 +126,18 @@ impl Stamp {
     }
 }
 
+/// Parsed documents [`Sources::release_parsed`] forgot, freed when this is
+/// dropped.
+#[derive(Debug, Default)]
+pub struct Released(Vec<Arc<Value>>);
+
+impl Released {
+    /// How many parses were forgotten.
+    pub fn count(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// Every catalog file below the folder, by `/`-separated relative path.
 #[derive(Debug, Clone, Default)]
 pub struct Sources {
@@ -165,7 +183,7 @@ impl Sources {
                 // A first scan keeps no parse: the build reads each document
                 // again and forgets it once built, so a folder of thousands
                 // of documents is never held parsed at once.
-                file.release();
+                file.release(&mut Vec::new());
             }
             out.insert(Arc::from(rel.as_str()), file);
         }
@@ -212,14 +230,17 @@ impl Sources {
 
     /// Forgets the parsed documents that can be read again from disk (a
     /// served gateway calls this after each build): only sidecars and last
-    /// good versions no longer on disk stay parsed.
-    pub fn release_parsed(&mut self) {
-        if self.dir.is_none() {
-            return;
+    /// good versions no longer on disk stay parsed. Returns what it forgot,
+    /// for the caller to drop where it likes (a large document's tree takes
+    /// milliseconds to free).
+    pub fn release_parsed(&mut self) -> Released {
+        let mut released = Vec::new();
+        if self.dir.is_some() {
+            for file in self.files.values_mut() {
+                file.release(&mut released);
+            }
         }
-        for file in self.files.values_mut() {
-            file.release();
-        }
+        Released(released)
     }
 
     /// The parsed JSON/YAML file that serves at `rel`: kept in memory, or

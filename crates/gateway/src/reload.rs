@@ -8,12 +8,20 @@
 //! whose bytes did not change are not parsed again; a file that stops
 //! parsing keeps its last good version. The generation goes up only when
 //! something an agent can observe changed.
+//!
+//! Nothing but the rebuild stands between a rescan and the swap: the
+//! diagnostics are logged after it, and only those that are new (a folder
+//! of thousands of documents carries tens of thousands that every reload
+//! would repeat), and the replaced catalog and the parses the sources
+//! forgot are freed off the path too.
 
 use crate::gateway::Gateway;
 use crate::settings::WatchMode;
 use crate::store::Served;
 use notify::{RecursiveMode, Watcher};
-use sezzlee_catalog::{Catalog, Severity, Sources};
+use sezzlee_catalog::source::Released;
+use sezzlee_catalog::{BuildReport, Catalog, Diagnostic, Severity, Sources};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -55,35 +63,13 @@ impl Reloader {
     /// Rescans the folder and swaps in the result when it differs.
     pub async fn rescan(&self) -> Outcome {
         let mut sources = self.sources.lock().await;
-        let dir = self.gateway.settings.catalogs.clone();
         let previous = sources.clone();
-        let options = self.gateway.settings.build_options();
+        let gateway = self.gateway.clone();
         let started = Instant::now();
-        let served = self.gateway.store.current();
-        let model = self.gateway.search_model.clone();
-        let scanned = tokio::task::spawn_blocking(move || {
-            let mut next = Sources::scan(&dir, Some(&previous))?;
-            let scan = started.elapsed();
-            if same_files(&previous, &next) {
-                return Ok::<_, std::io::Error>((next, None));
-            }
-            // Only the documents whose inputs changed are built again; cards,
-            // folded tags and rules are prepared here too, off the async
-            // workers, reusing those of unchanged tools.
-            let catalog = Catalog::rebuild(&next, &options, &served.catalog);
-            next.release_parsed();
-            let preparing = Instant::now();
-            let prepared = crate::tools::Prepared::reusing(
-                &catalog,
-                &served.catalog,
-                &served.prepared,
-                model.as_ref(),
-            );
-            let steps = (scan, preparing.elapsed());
-            Ok((next, Some((catalog, prepared, steps))))
-        })
-        .await;
-        let (next, catalog) = match scanned {
+        let rebuilt =
+            tokio::task::spawn_blocking(move || rebuild_and_swap(&gateway, previous, started))
+                .await;
+        let (next, swapped) = match rebuilt {
             Ok(Ok(result)) => result,
             Ok(Err(err)) => {
                 tracing::error!("cannot read the catalogs folder: {err}; the served catalog stays");
@@ -95,53 +81,155 @@ impl Reloader {
             }
         };
         *sources = next;
-        let Some((catalog, prepared, (scan, prepare))) = catalog else {
+        drop(sources);
+        let Some(swapped) = swapped else {
             return Outcome::Unchanged;
         };
-        for diagnostic in &catalog.diagnostics {
-            match diagnostic.severity {
-                Severity::Error => tracing::warn!("{diagnostic}"),
-                Severity::Warning => tracing::info!("{diagnostic}"),
-            }
-        }
-        let served = self.gateway.store.current();
-        let changed = served.catalog.fingerprint() != catalog.fingerprint();
-        let generation = served.generation + u64::from(changed);
-        let tools = catalog.tools().len();
-        let report = catalog.report;
-        let previous = self.gateway.store.swap(
-            Served::with_prepared(catalog, prepared, generation, started.elapsed())
-                .with_search_cache(self.gateway.settings.search_cache_bytes),
-        );
-        drop(served);
-        // Dropping a large catalog takes a while; not on an async worker.
-        // Nor is computing the effects of the new index's commonest words,
-        // which its rebuild left for after the swap (rankings are the same
-        // meanwhile, only slower for those words).
-        let current = self.gateway.store.current();
-        tokio::task::spawn_blocking(move || {
-            drop(previous);
-            current.catalog.search_index().prepare_common();
-        });
+        let Swapped {
+            generation,
+            changed,
+            steps,
+            replaced,
+            released,
+        } = swapped;
+        let report = steps.report;
         tracing::info!(
             generation,
-            tools,
-            scan_ms = scan.as_millis() as u64,
+            tools = steps.tools,
+            scan_ms = steps.scan.as_millis() as u64,
             files_built = report.files_built,
             files_reused = report.files_reused,
             files_ms = report.files.as_millis() as u64,
             assemble_ms = report.assemble.as_millis() as u64,
             index_ms = report.index.as_millis() as u64,
-            prepare_ms = prepare.as_millis() as u64,
-            elapsed_ms = started.elapsed().as_millis() as u64,
+            prepare_ms = steps.prepare.as_millis() as u64,
+            elapsed_ms = steps.elapsed.as_millis() as u64,
             "catalog reloaded"
         );
+        // What no request waits on, off the async workers: the effects of
+        // the new index's commonest words (its rebuild left them for after
+        // the swap; rankings are the same meanwhile, only slower for those
+        // words), the diagnostics that are new, and freeing the replaced
+        // catalog and the parses.
+        let current = self.gateway.store.current();
+        tokio::task::spawn_blocking(move || {
+            current.catalog.search_index().prepare_common();
+            log_diagnostics(&replaced.catalog.diagnostics, &current.catalog.diagnostics);
+            drop(current);
+            drop(replaced);
+            drop(released);
+        });
         if changed {
             Outcome::Bumped(generation)
         } else {
             Outcome::Swapped
         }
     }
+}
+
+/// What a rescan that swapped did, and what it left to free.
+struct Swapped {
+    generation: u64,
+    changed: bool,
+    steps: Steps,
+    /// The snapshot the swap replaced.
+    replaced: Arc<Served>,
+    /// The parses the sources forgot.
+    released: Released,
+}
+
+/// Where a rebuild's time went, for the log.
+struct Steps {
+    tools: usize,
+    scan: Duration,
+    report: BuildReport,
+    prepare: Duration,
+    /// From the start of the rescan to the swap.
+    elapsed: Duration,
+}
+
+/// Rescans the folder; when files changed, rebuilds only the documents
+/// whose inputs changed, prepares the new catalog (cards, folded tags,
+/// rules: those of unchanged tools reused) and swaps it in, all off the
+/// async workers. Returns the sources read, and what the swap did.
+fn rebuild_and_swap(
+    gateway: &Gateway,
+    previous: Sources,
+    started: Instant,
+) -> std::io::Result<(Sources, Option<Swapped>)> {
+    let mut next = Sources::scan(&gateway.settings.catalogs, Some(&previous))?;
+    let scan = started.elapsed();
+    if same_files(&previous, &next) {
+        return Ok((next, None));
+    }
+    // Only the reloader swaps, one rescan at a time: this is still the
+    // snapshot the swap replaces.
+    let served = gateway.store.current();
+    let catalog = Catalog::rebuild(&next, &gateway.settings.build_options(), &served.catalog);
+    let preparing = Instant::now();
+    let prepared = crate::tools::Prepared::reusing(
+        &catalog,
+        &served.catalog,
+        &served.prepared,
+        gateway.search_model.as_ref(),
+    );
+    let prepare = preparing.elapsed();
+    let changed = served.catalog.fingerprint() != catalog.fingerprint();
+    let generation = served.generation + u64::from(changed);
+    let tools = catalog.tools().len();
+    let report = catalog.report;
+    drop(served);
+    let replaced = gateway.store.swap(
+        Served::with_prepared(catalog, prepared, generation, started.elapsed())
+            .with_search_cache(gateway.settings.search_cache_bytes),
+    );
+    let elapsed = started.elapsed();
+    let released = next.release_parsed();
+    let steps = Steps {
+        tools,
+        scan,
+        report,
+        prepare,
+        elapsed,
+    };
+    let swapped = Swapped {
+        generation,
+        changed,
+        steps,
+        replaced,
+        released,
+    };
+    Ok((next, Some(swapped)))
+}
+
+/// Logs the diagnostics of the new catalog that the one it replaced did not
+/// have (each the number of times it is new), and how many were unchanged
+/// (not repeated: every reload of a large folder would log them all again)
+/// and how many went away. `sezzlee check` and `/status` list them all.
+fn log_diagnostics(before: &[Diagnostic], now: &[Diagnostic]) {
+    let mut earlier: HashMap<&Diagnostic, usize> = HashMap::with_capacity(before.len());
+    for diagnostic in before {
+        *earlier.entry(diagnostic).or_default() += 1;
+    }
+    let mut unchanged = 0;
+    for diagnostic in now {
+        if let Some(count) = earlier.get_mut(diagnostic).filter(|count| **count > 0) {
+            *count -= 1;
+            unchanged += 1;
+            continue;
+        }
+        match diagnostic.severity {
+            Severity::Error => tracing::warn!("{diagnostic}"),
+            Severity::Warning => tracing::info!("{diagnostic}"),
+        }
+    }
+    tracing::info!(
+        diagnostics = now.len(),
+        new = now.len() - unchanged,
+        unchanged,
+        gone = before.len() - unchanged,
+        "catalog diagnostics (only new ones are logged on reload)"
+    );
 }
 
 /// Same paths with the same hashes.

@@ -52,7 +52,7 @@ pub enum View {
 }
 
 /// The visibility rule of a tool.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Rule {
     Public,
     Policy(Policy),

@@ -21,6 +21,7 @@ use served::Served;
 use sezzlee_catalog::Catalog;
 use sezzlee_catalog::search::fold;
 use sezzlee_catalog::semantic::{TextModel, ToolVectors};
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 /// The three tools, by name: a call names one of these or none.
@@ -74,8 +75,9 @@ pub struct Prepared {
     /// stands inside a search page's text block ([`cards::escaped_card`]).
     /// Shared with the next snapshot while the tool is unchanged.
     pub cards: Vec<Arc<sezzlee_json::Escaped>>,
-    /// Each tool's tags, folded.
-    pub folded_tags: Vec<Vec<String>>,
+    /// Each tool's tags, folded (shared with the next snapshot while the
+    /// tool is unchanged).
+    pub folded_tags: Vec<Arc<[String]>>,
     /// The folded tag vocabulary of the whole catalog, as the escaped
     /// `tags` member of a search page ([`search::escaped_tags_member`]).
     pub tags_member: sezzlee_json::Escaped,
@@ -95,24 +97,20 @@ type CompiledInput = OnceLock<Result<jsonschema::Validator, String>>;
 
 impl Prepared {
     pub fn new(catalog: &Catalog, model: Option<&Arc<TextModel>>) -> Prepared {
-        let mut prepared = Prepared::build(catalog, |_| None);
+        let mut prepared = Prepared::build(catalog, None);
         prepared.vectors = model.map(|model| ToolVectors::build(model, catalog, None));
         prepared
     }
 
-    /// What serves `catalog`, taking each unchanged tool's card, tags and
-    /// compiled schema from `earlier` (what served `previous`).
+    /// What serves `catalog`, taking each unchanged tool's card, tags,
+    /// rule and compiled schema from `earlier` (what served `previous`).
     pub fn reusing(
         catalog: &Catalog,
         previous: &Catalog,
         earlier: &Prepared,
         model: Option<&Arc<TextModel>>,
     ) -> Prepared {
-        let mut prepared = Prepared::build(catalog, |tool| {
-            let index = previous.position(&tool.name)?;
-            let before = previous.tools().get(index)?;
-            (before.same_body(tool) && before.version == tool.version).then_some((earlier, index))
-        });
+        let mut prepared = Prepared::build(catalog, Some((previous, earlier)));
         prepared.vectors = model.map(|model| {
             let reused = earlier.vectors.as_ref().map(|vectors| (previous, vectors));
             ToolVectors::build(model, catalog, reused)
@@ -120,62 +118,57 @@ impl Prepared {
         prepared
     }
 
-    /// `same(tool)`: where an identical tool was prepared before.
-    fn build<'p>(
-        catalog: &Catalog,
-        same: impl Fn(&sezzlee_catalog::Tool) -> Option<(&'p Prepared, usize)>,
-    ) -> Prepared {
+    /// Prepares every tool of `catalog`, taking what it can from `earlier`
+    /// (the previous catalog and what was prepared for it) for the tools
+    /// that are unchanged: same name, same body, same version.
+    fn build(catalog: &Catalog, earlier: Option<(&Catalog, &Prepared)>) -> Prepared {
         let tools = catalog.tools();
-        let earlier: Vec<Option<(&Prepared, usize)>> = tools.iter().map(&same).collect();
+        let same: Vec<Option<usize>> = match earlier {
+            Some((previous, _)) => unchanged(tools, previous.tools()),
+            None => vec![None; tools.len()],
+        };
+        let before = |i: Option<&usize>| Some((earlier?.1, *i?));
         let cards = tools
             .iter()
-            .zip(&earlier)
-            .map(|(tool, earlier)| match earlier {
-                Some((prepared, i)) if *i < prepared.cards.len() => prepared.cards[*i].clone(),
-                _ => Arc::new(cards::escaped_card(&Card::of(tool).json(&tool.name))),
-            })
+            .zip(&same)
+            .map(
+                |(tool, i)| match before(i.as_ref()).and_then(|(p, i)| p.cards.get(i)) {
+                    Some(card) => card.clone(),
+                    None => Arc::new(cards::escaped_card(&Card::of(tool).json(&tool.name))),
+                },
+            )
             .collect();
-        let folded_tags: Vec<Vec<String>> = tools
+        let folded_tags: Vec<Arc<[String]>> = tools
             .iter()
-            .zip(&earlier)
-            .map(|(tool, earlier)| match earlier {
-                Some((prepared, i)) if *i < prepared.folded_tags.len() => {
-                    prepared.folded_tags[*i].clone()
-                }
-                _ => {
-                    let mut tags: Vec<String> = tool.tags.iter().map(|t| fold(t)).collect();
-                    tags.dedup();
-                    tags
-                }
-            })
-            .collect();
-        let mut vocabulary: Vec<String> = folded_tags.iter().flatten().cloned().collect();
-        vocabulary.sort();
-        vocabulary.dedup();
-        let validators = earlier
-            .iter()
-            .map(|earlier| match earlier {
-                Some((prepared, i)) if *i < prepared.validators.len() => {
-                    prepared.validators[*i].clone()
-                }
-                _ => Arc::default(),
-            })
-            .collect();
-        let mut rules: Vec<Rule> = Vec::new();
-        let rule_of = catalog
-            .tools()
-            .iter()
-            .map(|tool| {
-                let rule = Rule::of(tool);
-                match rules.iter().position(|known| *known == rule) {
-                    Some(index) => index,
+            .zip(&same)
+            .map(
+                |(tool, i)| match before(i.as_ref()).and_then(|(p, i)| p.folded_tags.get(i)) {
+                    Some(tags) => tags.clone(),
                     None => {
-                        rules.push(rule);
-                        rules.len() - 1
+                        let mut tags: Vec<String> = tool.tags.iter().map(|t| fold(t)).collect();
+                        tags.dedup();
+                        tags.into()
                     }
-                }
-            })
+                },
+            )
             .collect();
+        let mut vocabulary: Vec<&str> = folded_tags
+            .iter()
+            .flat_map(|tags| tags.iter())
+            .map(String::as_str)
+            .collect();
+        vocabulary.sort_unstable();
+        vocabulary.dedup();
+        let validators = same
+            .iter()
+            .map(
+                |i| match before(i.as_ref()).and_then(|(p, i)| p.validators.get(i)) {
+                    Some(validator) => validator.clone(),
+                    None => Arc::default(),
+                },
+            )
+            .collect();
+        let (rules, rule_of) = rules_of(tools, &same, earlier.map(|(_, prepared)| prepared));
         Prepared {
             rules,
             rule_of,
@@ -208,6 +201,71 @@ impl Prepared {
         .as_ref()
         .map_err(Clone::clone)
     }
+}
+
+/// For each tool, the index in `before` of the same tool (same name, same
+/// body, same version), if it is there. Both are sorted by name: one walk.
+fn unchanged(
+    tools: &[sezzlee_catalog::Tool],
+    before: &[sezzlee_catalog::Tool],
+) -> Vec<Option<usize>> {
+    let mut j = 0;
+    tools
+        .iter()
+        .map(|tool| {
+            while before.get(j).is_some_and(|b| b.name < tool.name) {
+                j += 1;
+            }
+            let b = before.get(j)?;
+            (b.name == tool.name && b.same_body(tool) && b.version == tool.version).then_some(j)
+        })
+        .collect()
+}
+
+/// The distinct visibility rules of `tools`, in order of first use, and
+/// each tool's: an unchanged tool's is the one `earlier` had (looked up
+/// once per earlier rule), a changed tool's is read again.
+fn rules_of(
+    tools: &[sezzlee_catalog::Tool],
+    same: &[Option<usize>],
+    earlier: Option<&Prepared>,
+) -> (Vec<Rule>, Vec<usize>) {
+    let mut rules: Vec<Rule> = Vec::new();
+    let mut known: HashMap<Rule, usize> = HashMap::new();
+    let mut intern = |rule: Rule| match known.get(&rule) {
+        Some(&index) => index,
+        None => {
+            rules.push(rule.clone());
+            known.insert(rule, rules.len() - 1);
+            rules.len() - 1
+        }
+    };
+    // Earlier rule index → this catalog's.
+    let mut mapped: Vec<Option<usize>> = vec![None; earlier.map_or(0, |p| p.rules.len())];
+    let rule_of = tools
+        .iter()
+        .zip(same)
+        .map(|(tool, i)| {
+            let earlier_rule = earlier.zip(*i).and_then(|(prepared, i)| {
+                let r = *prepared.rule_of.get(i)?;
+                Some((r, prepared.rules.get(r)?))
+            });
+            match earlier_rule {
+                Some((r, rule)) => match mapped.get(r).copied().flatten() {
+                    Some(index) => index,
+                    None => {
+                        let index = intern(rule.clone());
+                        if let Some(slot) = mapped.get_mut(r) {
+                            *slot = Some(index);
+                        }
+                        index
+                    }
+                },
+                None => intern(Rule::of(tool)),
+            }
+        })
+        .collect();
+    (rules, rule_of)
 }
 
 /// Runs one of the three tools.
@@ -302,3 +360,88 @@ pub const INSTRUCTIONS: &str = "This gateway serves a catalog of API operations 
 3) invoke_tool with the name, arguments that match the inputSchema and the version calls the real API with your identity. \
 Failures come back as JSON with error, message and retryable; the message says what to do next. \
 If invoke_tool answers tool_changed, load the tool again and retry with the new version.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sezzlee_catalog::Sources;
+
+    fn document(tag: &str, scope: &str) -> Vec<u8> {
+        json!({
+            "openapi": "3.0.3",
+            "info": {"title": "t", "version": "1"},
+            "components": {"securitySchemes": {"oauth": {"type": "oauth2", "flows": {}}}},
+            "paths": {
+                "/orders": {
+                    "get": {"operationId": "listOrders", "tags": [tag, "Órdenes"], "security": [{"oauth": [scope]}], "responses": {}},
+                    "post": {"operationId": "createOrder", "tags": ["Orders"], "security": [], "responses": {}}
+                },
+                "/admin": {"get": {"operationId": "purge", "x-sezzlee-visibility": "admins", "responses": {}}}
+            }
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    fn sources(a: Vec<u8>, previous: Option<&Sources>) -> Sources {
+        let sidecar = br#"{"policies": {"admins": {"anyRole": ["admin"]}}}"#.to_vec();
+        Sources::from_files(
+            [
+                ("a.json".to_string(), a),
+                ("a.sezzlee.json".to_string(), sidecar.clone()),
+                ("b.json".to_string(), document("Billing", "read")),
+                ("b.sezzlee.json".to_string(), sidecar),
+            ],
+            previous,
+        )
+    }
+
+    /// Cards, folded tags, vocabulary, rules and each tool's rule.
+    type Texts<'a> = (
+        Vec<&'a str>,
+        &'a [Arc<[String]>],
+        &'a str,
+        &'a [Rule],
+        &'a [usize],
+    );
+
+    fn texts(prepared: &Prepared) -> Texts<'_> {
+        (
+            prepared.cards.iter().map(|card| card.as_str()).collect(),
+            &prepared.folded_tags,
+            prepared.tags_member.as_str(),
+            &prepared.rules,
+            &prepared.rule_of,
+        )
+    }
+
+    #[test]
+    fn reusing_prepares_what_preparing_afresh_does() {
+        let first = sources(document("Orders", "read"), None);
+        let before = Catalog::build(&first);
+        let earlier = Prepared::new(&before, None);
+        assert_eq!(before.tools().len(), 6);
+        // One document's tags and security change; the other's do not.
+        let second = sources(document("Shipping", "write"), Some(&first));
+        let after = Catalog::rebuild(&second, &Default::default(), &before);
+        let reused = Prepared::reusing(&after, &before, &earlier, None);
+        let fresh = Prepared::new(&after, None);
+        assert_eq!(texts(&reused), texts(&fresh));
+        // Public, a policy, and two sets of security requirements.
+        assert_eq!(fresh.rules.len(), 4, "{:?}", fresh.rules);
+        assert_eq!(reused.validators.len(), after.tools().len());
+        // The unchanged document's tools share what was prepared before.
+        let shared = after
+            .tools()
+            .iter()
+            .enumerate()
+            .filter(|(i, tool)| {
+                let j = before.position(&tool.name).unwrap();
+                Arc::ptr_eq(&reused.cards[*i], &earlier.cards[j])
+                    && Arc::ptr_eq(&reused.folded_tags[*i], &earlier.folded_tags[j])
+                    && Arc::ptr_eq(&reused.validators[*i], &earlier.validators[j])
+            })
+            .count();
+        assert_eq!(shared, 3);
+    }
+}
