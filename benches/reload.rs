@@ -35,7 +35,7 @@
 //! - `RELOAD_EDITS` (default 20): edits;
 //! - `RELOAD_SEED` (default 1): which documents are edited.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sezzlee_catalog::search::{SearchIndex, query_keywords};
 use sezzlee_catalog::semantic::{self, TextModel, ToolVectors};
 use sezzlee_catalog::source::is_catalog_file;
@@ -52,6 +52,9 @@ use std::time::{Duration, Instant};
 
 #[path = "../tests/it/corpus.rs"]
 mod corpus;
+#[path = "support/edit.rs"]
+mod edit;
+use edit::edit_first_operation;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -105,25 +108,6 @@ fn copy_folder(from: &Path, to: &Path, rel: &str) -> (usize, u64) {
         }
     }
     totals
-}
-
-/// Sets the first operation's summary; `false` when the document has none.
-fn edit_first_operation(document: &mut Value, summary: &str) -> bool {
-    let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) else {
-        return false;
-    };
-    for item in paths.values_mut() {
-        let Some(item) = item.as_object_mut() else {
-            continue;
-        };
-        for method in ["get", "put", "post", "delete", "patch", "head", "options"] {
-            if let Some(Value::Object(operation)) = item.get_mut(method) {
-                operation.insert("summary".to_string(), json!(summary));
-                return true;
-            }
-        }
-    }
-    false
 }
 
 /// `p50 …, p{high} …, max …` of `values`, in `unit`.

@@ -7,33 +7,19 @@
 //! until it returns. The reload log (`catalog reloaded` and its steps) goes
 //! to `reload_steps.log` in the temporary folder.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sezzlee_gateway::gateway::Gateway;
 use sezzlee_gateway::reload::{Outcome, Reloader};
 use sezzlee_gateway::settings::{Settings, WatchMode};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+#[path = "../benches/support/edit.rs"]
+mod edit;
+use edit::edit_first_operation;
+
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Sets the first operation's summary.
-fn edit(document: &mut Value, summary: &str) {
-    let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) else {
-        return;
-    };
-    for item in paths.values_mut() {
-        let Some(item) = item.as_object_mut() else {
-            continue;
-        };
-        for method in ["get", "put", "post", "delete", "patch", "head", "options"] {
-            if let Some(Value::Object(operation)) = item.get_mut(method) {
-                operation.insert("summary".to_string(), json!(summary));
-                return;
-            }
-        }
-    }
-}
 
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
@@ -78,7 +64,7 @@ fn main() {
             .expect("FILE is JSON");
     let mut swapped = Vec::new();
     for round in 0..edits {
-        edit(&mut document, &format!("edited {round}"));
+        edit_first_operation(&mut document, &format!("edited {round}"));
         let temporary = file.with_extension("tmp");
         std::fs::write(&temporary, serde_json::to_vec(&document).expect("JSON")).expect("write");
         std::fs::rename(&temporary, &file).expect("rename");
