@@ -14,7 +14,7 @@
 //! tools (and too-large warnings) of every unit it had are taken from it by
 //! position, with no sort and no lookup.
 
-use super::diagnostics::{Diagnostic, codes};
+use super::diagnostics::{Diagnostic, Diagnostics, codes};
 use super::draft::string_chars;
 use super::draft::{DocumentBuild, Draft};
 use super::fingerprint::{CanonicalSink, VersionHasher, write_canonical_to, write_string};
@@ -126,13 +126,13 @@ fn pack_definitions(drafts: &mut [Draft]) {
     }
 }
 
-/// The catalog of `units` (in path order), after `diagnostics` (the
-/// folder's own). Tools of `previous` are reused where name and body agree:
+/// The catalog of `units` (in path order), after `folder` (the folder's
+/// own diagnostics). Tools of `previous` are reused where name and body agree:
 /// when the names are settled as before, the catalog's order is too, and
 /// the tools of every unit `previous` had are taken from it by position.
 pub(crate) fn assemble(
     units: Vec<Arc<DocumentUnit>>,
-    mut diagnostics: Vec<Diagnostic>,
+    folder: Vec<Diagnostic>,
     options: &BuildOptions,
     previous: Option<&Catalog>,
 ) -> Catalog {
@@ -182,11 +182,13 @@ pub(crate) fn assemble(
         tools.push(tool);
     }
 
+    let mut diagnostics = Diagnostics::default();
+    diagnostics.push_part(&folder.into());
     let mut summaries = Vec::new();
     let mut too_large = Vec::with_capacity(parts.len());
     let settled = parts.iter().zip(naming.names.iter().zip(&naming.warnings));
     for (u, ((unit, part), (names, renamed))) in settled.enumerate() {
-        diagnostics.extend(unit.diagnostics.iter().cloned());
+        diagnostics.push_part(&unit.diagnostics);
         let Some(part) = part else {
             too_large.push(Arc::from(Vec::new()));
             continue;
@@ -197,14 +199,14 @@ pub(crate) fn assemble(
             operations: part.operations,
             tools: part.tools.len(),
         });
-        diagnostics.extend(renamed.iter().cloned());
+        diagnostics.push_part(renamed);
         let large = match aligned.filter(|_| kept.get(u).copied().unwrap_or(false)) {
             Some(p) => p.too_large.get(u).cloned(),
             None => None,
         };
         let large =
             large.unwrap_or_else(|| too_large_in(part, names, options.response_budget).into());
-        diagnostics.extend(large.iter().cloned());
+        diagnostics.push_part(&large);
         too_large.push(large);
     }
     let mut catalog = Catalog::from_parts(
@@ -310,7 +312,7 @@ fn route_order(route: &str, position: usize) -> (String, usize, usize) {
 #[derive(Default)]
 pub(crate) struct Naming {
     names: Vec<Vec<String>>,
-    warnings: Vec<Vec<Diagnostic>>,
+    warnings: Vec<Arc<[Diagnostic]>>,
     /// For each place in the catalog, the unit and the tool in it there.
     order: Vec<(usize, usize)>,
 }
@@ -318,7 +320,10 @@ pub(crate) struct Naming {
 impl Naming {
     fn settle(parts: &[(&DocumentUnit, Option<&DocumentPart>)]) -> Naming {
         let mut names = prefixed_names(parts);
-        let warnings = dedupe_across(parts, &mut names);
+        let warnings = dedupe_across(parts, &mut names)
+            .into_iter()
+            .map(Arc::from)
+            .collect();
         // Names are unique; ties (there are none) would keep path order.
         let mut keyed: Vec<(&str, usize, usize)> = names
             .iter()

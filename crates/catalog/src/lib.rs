@@ -28,7 +28,7 @@ mod variants;
 
 pub use assemble::version_source;
 pub use compact::fit::Compaction;
-pub use diagnostics::{Diagnostic, Severity};
+pub use diagnostics::{Diagnostic, Diagnostics, Severity};
 pub use input::is_json_media_type;
 pub use schema::{PackedSchema, Schema};
 pub use source::Sources;
@@ -331,7 +331,8 @@ pub struct Catalog {
     /// The search index over `tools`, built once per catalog.
     index: search::SearchIndex,
     pub documents: Vec<DocumentSummary>,
-    pub diagnostics: Vec<Diagnostic>,
+    /// Shared with the catalogs it was rebuilt from, part by part.
+    pub diagnostics: Diagnostics,
     /// What agents can observe of the catalog (names, versions, tags,
     /// search terms, visibility rules): equal fingerprints mean a rebuild
     /// changed nothing an agent could notice.
@@ -410,7 +411,7 @@ impl Catalog {
         tools: Vec<Tool>,
         fingerprint: [u8; 32],
         documents: Vec<DocumentSummary>,
-        diagnostics: Vec<Diagnostic>,
+        diagnostics: Diagnostics,
         units: Vec<Arc<unit::DocumentUnit>>,
         previous: Option<&Catalog>,
     ) -> Catalog {
