@@ -158,6 +158,9 @@ pub(crate) fn assemble(
 
     let mut tools = Vec::with_capacity(naming.order.len());
     let mut observed = Observed::default();
+    // Names come in order: the previous catalog's tool of a name is found
+    // by walking its tools once, not by a search per renamed tool.
+    let mut cursor = previous.map_or(&[][..], |p| p.tools());
     for (i, &(u, t)) in naming.order.iter().enumerate() {
         let before = aligned.and_then(|p| p.tools.get(i));
         let tool = match before {
@@ -173,7 +176,11 @@ pub(crate) fn assemble(
                 };
                 let before = match before {
                     Some(before) if before.name == *name => Some(before),
-                    _ => previous.and_then(|p| p.tool(name)),
+                    _ if source.name == *name => None,
+                    _ => {
+                        cursor = after_names_below(cursor, name);
+                        cursor.first().filter(|b| b.name == *name)
+                    }
                 };
                 named_as(source, name, before)
             }
@@ -220,6 +227,25 @@ pub(crate) fn assemble(
     catalog.naming = naming;
     catalog.too_large = too_large;
     catalog
+}
+
+/// The tools of `tools` (sorted by name) from the first not below `name`
+/// on: a few steps, then a search in what is left.
+fn after_names_below<'t>(tools: &'t [Tool], name: &str) -> &'t [Tool] {
+    const STEPS: usize = 8;
+    let mut skip = 0;
+    while skip < STEPS
+        && tools
+            .get(skip)
+            .is_some_and(|tool| tool.name.as_str() < name)
+    {
+        skip += 1;
+    }
+    if skip == STEPS {
+        let rest = tools.get(skip..).unwrap_or_default();
+        skip += rest.partition_point(|tool| tool.name.as_str() < name);
+    }
+    tools.get(skip..).unwrap_or_default()
 }
 
 /// `source` (a tool under its name in its document) published as `name`:
