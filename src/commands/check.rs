@@ -28,7 +28,7 @@ pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
         ..BuildOptions::default()
     };
     let catalog = Catalog::build_with(&sources, &options);
-    let mut diagnostics = catalog.diagnostics.clone();
+    let mut diagnostics = catalog.diagnostics.to_vec();
     diagnostics.sort_by(|a, b| (&a.file, &a.pointer).cmp(&(&b.file, &b.pointer)));
     let stderr = std::io::stderr();
     let mut report = stderr.lock();

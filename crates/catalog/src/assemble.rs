@@ -8,9 +8,14 @@
 //! versions be computed, since the name is part of what an agent reads. A
 //! rebuild assembles units it kept ([`DocumentUnit`]): a tool whose final
 //! name is its document name is taken whole, a renamed one shares the body
-//! and keeps the version the previous catalog computed for that name.
+//! and keeps the version the previous catalog computed for that name. The
+//! catalog's name order is settled with the names ([`Naming`]); when no
+//! document's names changed, both are the previous catalog's, and the
+//! tools (and too-large warnings) of every unit it had are taken from it by
+//! position, with no sort and no lookup.
 
-use super::diagnostics::{Diagnostic, codes};
+use super::diagnostics::{Diagnostic, Diagnostics, codes};
+use super::draft::string_chars;
 use super::draft::{DocumentBuild, Draft};
 use super::fingerprint::{CanonicalSink, VersionHasher, write_canonical_to, write_string};
 use super::naming;
@@ -18,7 +23,7 @@ use super::revision::Revision;
 use super::schema::{Def, PackedSchema, Schema};
 use super::search::{SearchFields, ToolWords, analyse_document};
 use super::unit::{DocumentPart, DocumentUnit};
-use super::{BuildOptions, Catalog, Tool, ToolBody};
+use super::{BuildOptions, Catalog, Observed, Tool, ToolBody, loads_within};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
@@ -121,11 +126,13 @@ fn pack_definitions(drafts: &mut [Draft]) {
     }
 }
 
-/// The catalog of `units` (in path order), after `diagnostics` (the
-/// folder's own). Tools of `previous` are reused where name and body agree.
+/// The catalog of `units` (in path order), after `folder` (the folder's
+/// own diagnostics). Tools of `previous` are reused where name and body agree:
+/// when the names are settled as before, the catalog's order is too, and
+/// the tools of every unit `previous` had are taken from it by position.
 pub(crate) fn assemble(
     units: Vec<Arc<DocumentUnit>>,
-    mut diagnostics: Vec<Diagnostic>,
+    folder: Vec<Diagnostic>,
     options: &BuildOptions,
     previous: Option<&Catalog>,
 ) -> Catalog {
@@ -136,18 +143,61 @@ pub(crate) fn assemble(
     let naming = match previous.filter(|p| same_naming_inputs(&p.units, &units)) {
         // The same names in the same documents: the same outcome as before.
         Some(previous) => previous.naming.clone(),
-        None => {
-            let mut names = prefixed_names(&parts);
-            let warnings = dedupe_across(&parts, &mut names);
-            Arc::new(Naming { names, warnings })
-        }
+        None => Arc::new(Naming::settle(&parts)),
     };
+    // The same naming: the same units, files and names, position by position.
+    let aligned = previous.filter(|p| Arc::ptr_eq(&p.naming, &naming));
+    let kept: Vec<bool> = match aligned {
+        Some(p) => units
+            .iter()
+            .zip(&p.units)
+            .map(|(unit, before)| Arc::ptr_eq(unit, before))
+            .collect(),
+        None => vec![false; units.len()],
+    };
+
+    let mut tools = Vec::with_capacity(naming.order.len());
+    let mut observed = Observed::default();
+    // Names come in order: the previous catalog's tool of a name is found
+    // by walking its tools once, not by a search per renamed tool.
+    let mut cursor = previous.map_or(&[][..], |p| p.tools());
+    for (i, &(u, t)) in naming.order.iter().enumerate() {
+        let before = aligned.and_then(|p| p.tools.get(i));
+        let tool = match before {
+            Some(before) if kept.get(u).copied().unwrap_or(false) => before.clone(),
+            _ => {
+                let source = parts
+                    .get(u)
+                    .and_then(|(_, part)| part.as_ref())
+                    .and_then(|part| part.tools.get(t));
+                let name = naming.names.get(u).and_then(|names| names.get(t));
+                let Some((source, name)) = source.zip(name) else {
+                    continue;
+                };
+                let before = match before {
+                    Some(before) if before.name == *name => Some(before),
+                    _ if source.name == *name => None,
+                    _ => {
+                        cursor = after_names_below(cursor, name);
+                        cursor.first().filter(|b| b.name == *name)
+                    }
+                };
+                named_as(source, name, before)
+            }
+        };
+        observed.add(&tool);
+        tools.push(tool);
+    }
+
+    let mut diagnostics = Diagnostics::default();
+    diagnostics.push_part(&folder.into());
     let mut summaries = Vec::new();
-    let mut tools = Vec::new();
-    let settled = naming.names.iter().zip(&naming.warnings);
-    for ((unit, part), (names, renamed)) in parts.iter().zip(settled) {
-        diagnostics.extend(unit.diagnostics.iter().cloned());
+    let mut too_large = Vec::with_capacity(parts.len());
+    let settled = parts.iter().zip(naming.names.iter().zip(&naming.warnings));
+    for (u, ((unit, part), (names, renamed))) in settled.enumerate() {
+        diagnostics.push_part(&unit.diagnostics);
         let Some(part) = part else {
+            too_large.push(Arc::from(Vec::new()));
             continue;
         };
         summaries.push(super::DocumentSummary {
@@ -156,33 +206,59 @@ pub(crate) fn assemble(
             operations: part.operations,
             tools: part.tools.len(),
         });
-        diagnostics.extend(renamed.iter().cloned());
-        for ((tool, pointer), name) in part.tools.iter().zip(&part.pointers).zip(names) {
-            let name = name.clone();
-            let tool = if name == tool.name {
-                Tool {
-                    name,
-                    version: tool.version.clone(),
-                    definition_size: tool.definition_size,
-                    body: tool.body.clone(),
-                }
-            } else {
-                match previous.and_then(|p| p.tool(&name)) {
-                    Some(before) if before.same_body(tool) => {
-                        Tool::with_version(name, before.version.clone(), tool.body.clone())
-                    }
-                    _ => Tool::named(name, tool.body.clone()),
-                }
-            };
-            if let Some(warning) = too_large(&tool, pointer, options.response_budget) {
-                diagnostics.push(warning);
-            }
-            tools.push(tool);
-        }
+        diagnostics.push_part(renamed);
+        let large = match aligned.filter(|_| kept.get(u).copied().unwrap_or(false)) {
+            Some(p) => p.too_large.get(u).cloned(),
+            None => None,
+        };
+        let large =
+            large.unwrap_or_else(|| too_large_in(part, names, options.response_budget).into());
+        diagnostics.push_part(&large);
+        too_large.push(large);
     }
-    let mut catalog = Catalog::from_parts(tools, summaries, diagnostics, units, previous);
+    let mut catalog = Catalog::from_parts(
+        tools,
+        observed.finish(),
+        summaries,
+        diagnostics,
+        units,
+        previous,
+    );
     catalog.naming = naming;
+    catalog.too_large = too_large;
     catalog
+}
+
+/// The tools of `tools` (sorted by name) from the first not below `name`
+/// on: a few steps, then a search in what is left.
+fn after_names_below<'t>(tools: &'t [Tool], name: &str) -> &'t [Tool] {
+    const STEPS: usize = 8;
+    let mut skip = 0;
+    while skip < STEPS
+        && tools
+            .get(skip)
+            .is_some_and(|tool| tool.name.as_str() < name)
+    {
+        skip += 1;
+    }
+    if skip == STEPS {
+        let rest = tools.get(skip..).unwrap_or_default();
+        skip += rest.partition_point(|tool| tool.name.as_str() < name);
+    }
+    tools.get(skip..).unwrap_or_default()
+}
+
+/// `source` (a tool under its name in its document) published as `name`:
+/// itself when the name is its own; else `before` (the previous catalog's
+/// tool of that name) when it is the same body, else renamed and versioned.
+fn named_as(source: &Tool, name: &str, before: Option<&Tool>) -> Tool {
+    if source.name == name {
+        return source.clone();
+    }
+    match before {
+        Some(before) if before.same_body(source) => before.clone(),
+        _ => Tool::named(name.to_string(), source.body().clone()),
+    }
 }
 
 fn rename(
@@ -257,11 +333,42 @@ fn route_order(route: &str, position: usize) -> (String, usize, usize) {
 }
 
 /// The names across documents settled by one assembly: per unit, each
-/// tool's final name, and the warnings for those that were renamed.
+/// tool's final name, and the warnings for those that were renamed; and
+/// the catalog's order, by those names.
 #[derive(Default)]
 pub(crate) struct Naming {
     names: Vec<Vec<String>>,
-    warnings: Vec<Vec<Diagnostic>>,
+    warnings: Vec<Arc<[Diagnostic]>>,
+    /// For each place in the catalog, the unit and the tool in it there.
+    order: Vec<(usize, usize)>,
+}
+
+impl Naming {
+    fn settle(parts: &[(&DocumentUnit, Option<&DocumentPart>)]) -> Naming {
+        let mut names = prefixed_names(parts);
+        let warnings = dedupe_across(parts, &mut names)
+            .into_iter()
+            .map(Arc::from)
+            .collect();
+        // Names are unique; ties (there are none) would keep path order.
+        let mut keyed: Vec<(&str, usize, usize)> = names
+            .iter()
+            .enumerate()
+            .flat_map(|(u, names)| {
+                names
+                    .iter()
+                    .enumerate()
+                    .map(move |(t, name)| (name.as_str(), u, t))
+            })
+            .collect();
+        keyed.sort_unstable();
+        let order = keyed.into_iter().map(|(_, u, t)| (u, t)).collect();
+        Naming {
+            names,
+            warnings,
+            order,
+        }
+    }
 }
 
 /// Whether `units` would settle names as `before` did: the same files in
@@ -374,21 +481,28 @@ fn dedupe_across(
     warnings
 }
 
-/// A warning for a tool whose definition load_tool would refuse even
-/// compacted: the budget is a promise, and the owner hears when it breaks.
-fn too_large(tool: &Tool, pointer: &str, budget: usize) -> Option<Diagnostic> {
-    let size = tool.definition_size;
-    (!tool.loads_within(budget)).then(|| {
-        Diagnostic::warning(
-            codes::DEFINITION_TOO_LARGE,
-            &tool.document,
-            pointer,
-            format!(
-                "the definition of '{}' is {size} characters even with its optional parts compacted, over the response budget of {budget}: load_tool will refuse it until response_budget is raised",
-                tool.name
-            ),
-        )
+/// Warnings for the tools of `part`, published as `names`, whose
+/// definitions load_tool would refuse even compacted: the budget is a
+/// promise, and the owner hears when it breaks.
+fn too_large_in(part: &DocumentPart, names: &[String], budget: usize) -> Vec<Diagnostic> {
+    let each = part.tools.iter().zip(&part.pointers).zip(names);
+    each.filter_map(|((tool, pointer), name)| {
+        let size = match tool.name == *name {
+            true => tool.definition_size,
+            false => tool.size_besides_name + string_chars(name),
+        };
+        (!loads_within(size, budget)).then(|| {
+            Diagnostic::warning(
+                codes::DEFINITION_TOO_LARGE,
+                &tool.document,
+                pointer,
+                format!(
+                    "the definition of '{name}' is {size} characters even with its optional parts compacted, over the response budget of {budget}: load_tool will refuse it until response_budget is raised"
+                ),
+            )
+        })
     })
+    .collect()
 }
 
 /// A draft's name, pointer and body.

@@ -169,7 +169,7 @@ fn build_unit(
     Some(DocumentUnit {
         file: rel.clone(),
         document,
-        diagnostics,
+        diagnostics: diagnostics.into(),
         inputs,
         options: *options,
     })

@@ -5,8 +5,9 @@
 //! never hides the others. The same records are logged on reload, served on
 //! `/status` and printed by `sezzlee check`.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use std::fmt;
+use std::sync::Arc;
 
 /// How bad a diagnostic is. `Error` means something the catalog owner asked
 /// for is not being served (or a configuration was refused); `Warning` means
@@ -27,6 +28,84 @@ pub struct Diagnostic {
     pub file: String,
     pub pointer: String,
     pub message: String,
+}
+
+/// A catalog's diagnostics, in order, kept in the shared parts they come
+/// in (the folder's own, then each document's own, its renames and its
+/// definitions too large): a rebuild that keeps a document keeps its parts
+/// without copying a diagnostic.
+#[derive(Clone, Default)]
+pub struct Diagnostics {
+    parts: Vec<Arc<[Diagnostic]>>,
+    len: usize,
+}
+
+/// The diagnostics of a [`Diagnostics`], in order.
+pub type Iter<'a> = std::iter::FlatMap<
+    std::slice::Iter<'a, Arc<[Diagnostic]>>,
+    &'a [Diagnostic],
+    fn(&'a Arc<[Diagnostic]>) -> &'a [Diagnostic],
+>;
+
+impl Diagnostics {
+    /// Appends a part (shared, not copied).
+    pub(crate) fn push_part(&mut self, part: &Arc<[Diagnostic]>) {
+        if !part.is_empty() {
+            self.len += part.len();
+            self.parts.push(part.clone());
+        }
+    }
+
+    pub fn iter(&self) -> Iter<'_> {
+        fn part(part: &Arc<[Diagnostic]>) -> &[Diagnostic] {
+            part
+        }
+        let part: fn(&Arc<[Diagnostic]>) -> &[Diagnostic] = part;
+        self.parts.iter().flat_map(part)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every diagnostic, copied.
+    pub fn to_vec(&self) -> Vec<Diagnostic> {
+        self.iter().cloned().collect()
+    }
+}
+
+impl<'a> IntoIterator for &'a Diagnostics {
+    type Item = &'a Diagnostic;
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+impl FromIterator<Diagnostic> for Diagnostics {
+    fn from_iter<I: IntoIterator<Item = Diagnostic>>(diagnostics: I) -> Self {
+        let mut all = Diagnostics::default();
+        all.push_part(&diagnostics.into_iter().collect());
+        all
+    }
+}
+
+impl fmt::Debug for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// A list, as `Vec<Diagnostic>` would be.
+impl Serialize for Diagnostics {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
 }
 
 impl Diagnostic {

@@ -28,7 +28,7 @@ mod variants;
 
 pub use assemble::version_source;
 pub use compact::fit::Compaction;
-pub use diagnostics::{Diagnostic, Severity};
+pub use diagnostics::{Diagnostic, Diagnostics, Severity};
 pub use input::is_json_media_type;
 pub use schema::{PackedSchema, Schema};
 pub use source::Sources;
@@ -110,17 +110,34 @@ pub struct Operation {
 /// One tool of the catalog: its published name and version, and the body
 /// that does not depend on the name. A document's tools are built once and
 /// kept while nothing they were built from changes; a tool renamed because
-/// another document took its name shares the body (see `assemble`).
+/// another document took its name shares the body (see `assemble`). A tool
+/// is shared, not copied: a clone is one more count, and a catalog rebuilt
+/// from another takes the other's unchanged tools whole.
 #[derive(Debug, Clone)]
-pub struct Tool {
+pub struct Tool(Arc<NamedTool>);
+
+impl std::ops::Deref for Tool {
+    type Target = NamedTool;
+
+    fn deref(&self) -> &NamedTool {
+        &self.0
+    }
+}
+
+/// A tool's name and version, and its body (what [`Tool`] shares).
+#[derive(Debug)]
+pub struct NamedTool {
     pub name: String,
     pub version: String,
     /// Characters of [`Tool::definition`].
     pub definition_size: usize,
+    /// SHA-256 of the name, the version and the body's observable digest:
+    /// the tool's share of the catalog fingerprint.
+    observed: [u8; 32],
     body: Arc<ToolBody>,
 }
 
-impl std::ops::Deref for Tool {
+impl std::ops::Deref for NamedTool {
     type Target = ToolBody;
 
     fn deref(&self) -> &ToolBody {
@@ -179,18 +196,35 @@ impl Tool {
 
     /// The tool called `name` whose version is already known.
     pub(crate) fn with_version(name: String, version: String, body: Arc<ToolBody>) -> Tool {
+        use sha2::{Digest, Sha256};
         let definition_size = body.size_besides_name + draft::string_chars(&name);
-        Tool {
+        let mut hasher = Sha256::new();
+        hasher.update(name.as_bytes());
+        hasher.update(b"\n");
+        hasher.update(version.as_bytes());
+        hasher.update(body.observable);
+        Tool(Arc::new(NamedTool {
             name,
             version,
             definition_size,
+            observed: hasher.finalize().into(),
             body,
-        }
+        }))
     }
 
     /// Whether both are the same body (built once, shared).
     pub fn same_body(&self, other: &Tool) -> bool {
-        Arc::ptr_eq(&self.body, &other.body)
+        Arc::ptr_eq(&self.0.body, &other.0.body)
+    }
+
+    /// Whether both are the same tool, name and version included (shared).
+    pub fn same(&self, other: &Tool) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The body, shared by every name the tool is published under.
+    pub(crate) fn body(&self) -> &Arc<ToolBody> {
+        &self.0.body
     }
 
     /// The load_tool answer: name, description, inputSchema, outputSchema?,
@@ -216,8 +250,7 @@ impl Tool {
     /// Whether load_tool's answer fits `budget` characters, whatever the
     /// caller (`,"authUncertain":true` included).
     pub fn loads_within(&self, budget: usize) -> bool {
-        const AUTH_UNCERTAIN_CHARS: usize = ",\"authUncertain\":true".len();
-        self.definition_size + AUTH_UNCERTAIN_CHARS <= budget
+        loads_within(self.definition_size, budget)
     }
 
     /// What the search index reads of this tool.
@@ -243,6 +276,13 @@ impl Tool {
             None => std::borrow::Cow::Owned(self.input_schema.unpack()),
         }
     }
+}
+
+/// Whether a load_tool answer of a definition of `size` characters fits
+/// `budget`, whatever the caller (`,"authUncertain":true` included).
+fn loads_within(size: usize, budget: usize) -> bool {
+    const AUTH_UNCERTAIN_CHARS: usize = ",\"authUncertain\":true".len();
+    size + AUTH_UNCERTAIN_CHARS <= budget
 }
 
 /// Settings a build takes from the gateway.
@@ -291,7 +331,8 @@ pub struct Catalog {
     /// The search index over `tools`, built once per catalog.
     index: search::SearchIndex,
     pub documents: Vec<DocumentSummary>,
-    pub diagnostics: Vec<Diagnostic>,
+    /// Shared with the catalogs it was rebuilt from, part by part.
+    pub diagnostics: Diagnostics,
     /// What agents can observe of the catalog (names, versions, tags,
     /// search terms, visibility rules): equal fingerprints mean a rebuild
     /// changed nothing an agent could notice.
@@ -300,9 +341,12 @@ pub struct Catalog {
     units: Vec<Arc<unit::DocumentUnit>>,
     /// What the build that made this catalog did, and how long it took.
     pub report: BuildReport,
-    /// The names across documents, reused by the next assembly when no
-    /// document's names changed.
+    /// The names across documents and their order, reused by the next
+    /// assembly when no document's names changed.
     naming: Arc<assemble::Naming>,
+    /// Per unit, the warnings for its tools too large to load, reused by
+    /// the next assembly for the units it keeps.
+    too_large: Vec<Arc<[Diagnostic]>>,
 }
 
 /// What one build did: files built and reused, and the time of its steps,
@@ -360,15 +404,17 @@ impl Catalog {
         Ok(Catalog::build(&Sources::scan(dir, None)?))
     }
 
+    /// The catalog of `tools`, already in name order, with their
+    /// fingerprint; its search index is laid out (from `previous`'s, when
+    /// there is one).
     pub(crate) fn from_parts(
-        mut tools: Vec<Tool>,
+        tools: Vec<Tool>,
+        fingerprint: [u8; 32],
         documents: Vec<DocumentSummary>,
-        diagnostics: Vec<Diagnostic>,
+        diagnostics: Diagnostics,
         units: Vec<Arc<unit::DocumentUnit>>,
         previous: Option<&Catalog>,
     ) -> Catalog {
-        tools.sort_by(|a, b| a.name.cmp(&b.name));
-
         let started = std::time::Instant::now();
         let fields = tools.iter().map(Tool::search_fields);
         // From the index before, only changed documents are laid out; its
@@ -385,7 +431,6 @@ impl Catalog {
             index: started.elapsed(),
             ..BuildReport::default()
         };
-        let fingerprint = observable_fingerprint(&tools);
         Catalog {
             tools,
             index,
@@ -395,6 +440,7 @@ impl Catalog {
             units,
             report,
             naming: Arc::default(),
+            too_large: Vec::new(),
         }
     }
 
@@ -440,17 +486,35 @@ impl Catalog {
     }
 }
 
-/// SHA-256 over everything an agent can observe per tool, in name order:
-/// name, version, and the body's observable digest (tags, search terms,
-/// visibility rules).
-fn observable_fingerprint(tools: &[Tool]) -> [u8; 32] {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    for tool in tools {
-        hasher.update(tool.name.as_bytes());
-        hasher.update(b"\n");
-        hasher.update(tool.version.as_bytes());
-        hasher.update(tool.observable);
+/// The observable fingerprint, gathered tool by tool: each tool's digest
+/// (SHA-256 of its name, version and the body's observable digest: tags,
+/// search terms, visibility rules) added lane by lane, wrapping, then
+/// SHA-256 of the count and the sums. Names are unique in a catalog, so
+/// the sum does not depend on the order tools come in, and equal sums mean
+/// equal tools in all an agent observes.
+#[derive(Default)]
+pub(crate) struct Observed {
+    lanes: [u64; 4],
+    tools: u64,
+}
+
+impl Observed {
+    pub(crate) fn add(&mut self, tool: &Tool) {
+        for (lane, bytes) in self.lanes.iter_mut().zip(tool.observed.chunks_exact(8)) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(bytes);
+            *lane = lane.wrapping_add(u64::from_le_bytes(word));
+        }
+        self.tools += 1;
     }
-    hasher.finalize().into()
+
+    pub(crate) fn finish(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        hasher.update(self.tools.to_le_bytes());
+        for lane in self.lanes {
+            hasher.update(lane.to_le_bytes());
+        }
+        hasher.finalize().into()
+    }
 }

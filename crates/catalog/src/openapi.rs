@@ -882,7 +882,7 @@ mod tests {
         let catalog = build_catalog(&broken, &BuildOptions::default(), None);
         assert_eq!(catalog.tools().len(), 1);
         assert_eq!(
-            catalog.diagnostics[0].message,
+            catalog.diagnostics.to_vec()[0].message,
             "invalid JSON: EOF while parsing an object at line 1 column 1; the last good version keeps serving"
         );
     }

@@ -20,8 +20,9 @@ pub struct DocumentUnit {
     /// `None` for a file that is not an API document.
     pub document: Option<DocumentPart>,
     /// The document's own diagnostics (renames inside the document
-    /// included, renames across documents not).
-    pub diagnostics: Vec<Diagnostic>,
+    /// included, renames across documents not), shared with the catalogs
+    /// that keep the unit.
+    pub diagnostics: Arc<[Diagnostic]>,
     /// Every file the build asked for, with its state then (`None`: absent).
     pub inputs: Vec<(Arc<str>, Option<[u8; 32]>)>,
     pub options: BuildOptions,

@@ -20,7 +20,7 @@ use crate::settings::WatchMode;
 use crate::store::Served;
 use notify::{RecursiveMode, Watcher};
 use sezzlee_catalog::source::Released;
-use sezzlee_catalog::{BuildReport, Catalog, Diagnostic, Severity, Sources};
+use sezzlee_catalog::{BuildReport, Catalog, Diagnostic, Diagnostics, Severity, Sources};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -206,7 +206,7 @@ fn rebuild_and_swap(
 /// have (each the number of times it is new), and how many were unchanged
 /// (not repeated: every reload of a large folder would log them all again)
 /// and how many went away. `sezzlee check` and `/status` list them all.
-fn log_diagnostics(before: &[Diagnostic], now: &[Diagnostic]) {
+fn log_diagnostics(before: &Diagnostics, now: &Diagnostics) {
     let mut earlier: HashMap<&Diagnostic, usize> = HashMap::with_capacity(before.len());
     for diagnostic in before {
         *earlier.entry(diagnostic).or_default() += 1;

@@ -204,7 +204,8 @@ impl Prepared {
 }
 
 /// For each tool, the index in `before` of the same tool (same name, same
-/// body, same version), if it is there. Both are sorted by name: one walk.
+/// body, same version), if it is there. Both are sorted by name: one walk,
+/// which reads no tool where a rebuild kept the previous one (shared).
 fn unchanged(
     tools: &[sezzlee_catalog::Tool],
     before: &[sezzlee_catalog::Tool],
@@ -213,6 +214,11 @@ fn unchanged(
     tools
         .iter()
         .map(|tool| {
+            if before.get(j).is_some_and(|b| b.same(tool)) {
+                // Names are unique: the next tool's is past this one.
+                j += 1;
+                return Some(j - 1);
+            }
             while before.get(j).is_some_and(|b| b.name < tool.name) {
                 j += 1;
             }
