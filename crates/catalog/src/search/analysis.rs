@@ -194,9 +194,10 @@ fn fields_but_name(doc: &SearchFields<'_>) -> [Vec<String>; FIELDS] {
     fields
 }
 
-/// The words of an API's name that name it: not function words, versions
-/// or numbers, nor the words most API names share (`API`, `REST`,
-/// `service`), which would tie every tool of every document.
+/// The words of an API's name that name it, as API terms ([`api_term`]):
+/// not function words, versions or numbers, nor the words most API names
+/// share (`API`, `REST`, `service`), which would tie every tool of every
+/// document.
 fn api_words(title: &str) -> Vec<String> {
     const GENERIC: [&str; 12] = [
         "api",
@@ -216,11 +217,23 @@ fn api_words(title: &str) -> Vec<String> {
         .into_iter()
         .filter(|t| !is_stopword(t) && !GENERIC.contains(&t.as_str()))
         .filter(|t| !t.chars().any(|c| c.is_ascii_digit()))
+        .map(|t| api_term(&t))
         .collect();
     words.sort_unstable();
     words.dedup();
     words
 }
+
+/// The term under which an API's name word is indexed: its singular form
+/// behind [`API_MARK`], a character no token has, so API words form groups
+/// of their own that only [`SearchIndex`](super::SearchIndex) queries on
+/// purpose (never a prefix or a plain word match).
+pub(super) fn api_term(word: &str) -> String {
+    format!("{API_MARK}{}", singular(word))
+}
+
+/// Marks the terms of the API field.
+pub(super) const API_MARK: char = '@';
 
 /// The name's tokens.
 pub(super) fn name_tokens(name: &str) -> Vec<String> {

@@ -7,6 +7,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::analysis::API_MARK;
 use super::effects::{KeywordEffect, KeywordEffects};
 use super::index::SearchIndex;
 use super::words::is_stopword;
@@ -44,6 +45,7 @@ impl SearchIndex {
             .iter()
             .zip(&self.dictionary.term_group)
             .filter(|(term, _)| term.chars().nth(1).is_some() && !is_stopword(term))
+            .filter(|(term, _)| !term.starts_with(API_MARK))
             .map(|(term, &group)| (self.group_postings(group).len(), &**term))
             .collect();
         candidates.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));

@@ -398,7 +398,7 @@ mod tests {
 
     #[test]
     fn an_api_named_in_the_query_is_preferred_without_hiding_others() {
-        let tools = [
+        let mut tools = vec![
             Tool {
                 name: "a_list_customers",
                 api: "Acme Billing API",
@@ -409,25 +409,32 @@ mod tests {
                 api: "Stripe API",
                 ..Tool::default()
             },
-            Tool {
-                name: "c_create_charge",
-                api: "Stripe API",
-                ..Tool::default()
-            },
         ];
+        // Stripe is a few of the catalog's tools.
+        tools.extend((0..40).map(|i| Tool {
+            name: Box::leak(format!("c_other_{i:02}").into_boxed_str()),
+            api: "Acme Billing API",
+            ..Tool::default()
+        }));
         assert_eq!(
-            names(&tools, "list customers", 3),
-            ["a_list_customers", "b_list_customers", "c_create_charge"]
+            names(&tools, "list customers", 2),
+            ["a_list_customers", "b_list_customers"]
         );
         assert_eq!(
             names(&tools, "list my customers in Stripe", 3),
-            ["b_list_customers", "a_list_customers", "c_create_charge"]
+            ["b_list_customers", "a_list_customers", "c_other_00"]
         );
-        // The words every API's name has say nothing.
+        // The words every API's name has say nothing; nor does an API that
+        // is most of the catalog (Acme), nor its words as plain words.
         assert_eq!(
             names(&tools, "list customers api", 2),
             ["a_list_customers", "b_list_customers"]
         );
+        assert_eq!(
+            names(&tools, "list customers in acme", 2),
+            ["a_list_customers", "b_list_customers"]
+        );
+        assert_eq!(names(&tools, "stri", 1), ["a_list_customers"]);
     }
 
     #[test]

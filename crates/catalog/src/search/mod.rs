@@ -36,8 +36,10 @@
 //!    field ([`FIELD_WEIGHT`](index::FIELD_WEIGHT): name and searchTerms above tags and route,
 //!    above argument names, above the description; the API's name, its
 //!    document's `info.title` less words every API name has, is a field of
-//!    each of its tools, so "in Stripe" counts as a matched keyword for
-//!    Stripe's tools and prefers them without hiding others) and by match kind,
+//!    each of its tools, matched only on purpose: a keyword naming an API
+//!    whose tools are fewer than a sixteenth of the catalog matches them,
+//!    so "in Stripe" prefers Stripe's tools without hiding others, and in a
+//!    one-API catalog naming it changes nothing) and by match kind,
 //!    normalised by the field's length against its mean over the tool's
 //!    document ([`FIELD_B`](index::FIELD_B)), saturated ([`K1`](scratch::K1)) and
 //!    multiplied by the keyword's inverse document frequency, so words that

@@ -9,6 +9,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::analysis::api_term;
 use super::effects::KeywordEffects;
 use super::index::SearchIndex;
 use super::page::best_matched;
@@ -165,6 +166,17 @@ impl SearchIndex {
                 literal.push((group, PREFIX));
                 used.push(group);
             }
+        }
+        // The API named: its tools' API group, when it is few of the
+        // catalog's tools (a product, "in Stripe"); one that is many of them
+        // (every tool of a one-API catalog, or a word many APIs' names
+        // share) would say little and cost a pass over every tool.
+        if let Some(group) = self.dictionary.group(&singular(&api_term(word)))
+            && !used.contains(&group)
+            && self.group_postings(group).len() * DENSE_FROM < self.doc_count
+        {
+            literal.push((group, WHOLE));
+            used.push(group);
         }
         let synonyms: Vec<(u32, f32)> = self
             .synonym_groups(word, &used)
