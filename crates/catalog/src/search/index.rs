@@ -127,15 +127,7 @@ impl SearchIndex {
     /// Indexes `docs` without the effects of common words (the public
     /// [`SearchIndex::build`] adds them).
     pub(super) fn index_tools<'a>(docs: impl IntoIterator<Item = SearchFields<'a>>) -> SearchIndex {
-        let docs: Vec<SearchFields<'a>> = docs.into_iter().collect();
-        let analysed = analyse_missing(&docs);
-        let words: Vec<&ToolWords> = (docs.iter().enumerate())
-            .filter_map(|(i, doc)| doc.words.or(analysed.get(i).and_then(Option::as_ref)))
-            .collect();
-        if words.len() != docs.len() {
-            return lay_out(&[], &[], None);
-        }
-        lay_out(&docs, &words, None)
+        lay_out_analysed(&docs.into_iter().collect::<Vec<_>>(), None)
     }
 
     /// The index of `docs` laid out from `previous`, the index of
@@ -151,18 +143,11 @@ impl SearchIndex {
         docs: impl IntoIterator<Item = SearchFields<'a>>,
     ) -> SearchIndex {
         let docs: Vec<SearchFields<'a>> = docs.into_iter().collect();
-        let analysed = analyse_missing(&docs);
-        let words: Vec<&ToolWords> = (docs.iter().enumerate())
-            .filter_map(|(i, doc)| doc.words.or(analysed.get(i).and_then(Option::as_ref)))
-            .collect();
-        if words.len() != docs.len() || previous.doc_count != before.len() {
-            return SearchIndex::build(docs);
-        }
-        let before = Before {
+        let before = (previous.doc_count == before.len()).then_some(Before {
             index: previous,
             tools: before,
-        };
-        lay_out(&docs, &words, Some(before))
+        });
+        lay_out_analysed(&docs, before)
     }
 
     /// Computes the effects of the commonest words, when not yet done (an
@@ -216,6 +201,19 @@ impl SearchIndex {
             })
             && self.resources == other.resources
     }
+}
+
+/// Lays out `docs`, analysing first the words of those that come without.
+fn lay_out_analysed(docs: &[SearchFields<'_>], before: Option<Before<'_, '_>>) -> SearchIndex {
+    let analysed = analyse_missing(docs);
+    let words: Vec<&ToolWords> = (docs.iter().enumerate())
+        .filter_map(|(i, doc)| doc.words.or(analysed.get(i).and_then(Option::as_ref)))
+        .collect();
+    // Every tool without words was analysed, so each has its words.
+    if words.len() != docs.len() {
+        return lay_out(&[], &[], None);
+    }
+    lay_out(docs, &words, before)
 }
 
 /// The words of tools that come without them, analysed by document (the
