@@ -30,10 +30,17 @@ pub(super) fn best_matched(
         }
         return page.into_best();
     }
-    // Every tool was settled densely: rather than offering all of them,
+    // A tool no keyword settled tool by tool matched holds at most one
+    // count per effect: when enough of the tools those keywords matched
+    // hold more, the page is theirs, and nobody else need be looked at.
+    if let Some(best) = best_of_matched(scratch, resources, limit, include) {
+        return best;
+    }
+    // Otherwise every tool is a candidate: rather than offering all of them,
     // offer those matching enough keywords to make the page. Ranking is by
     // keyword count first, so when at least `limit` tools match `floor` or
     // more keywords, the page holds only such tools.
+    scratch.apply_counts();
     let floor = (1..=scratch.keywords)
         .rev()
         .find(|&floor| at_least(&scratch.count, floor) >= limit)
@@ -44,6 +51,37 @@ pub(super) fn best_matched(
         return scan_all(scratch, 0, resources, limit, include);
     }
     best
+}
+
+/// The page when it can be chosen among the tools that keywords settled
+/// tool by tool matched (`scratch.matched`), with effects (keywords
+/// settled over every tool) in the query: any other tool matched only
+/// effects, so at most one keyword per effect, and when the page fills
+/// with tools matching more (the ranking is by keyword count first) no
+/// other tool could enter it. `None` when it does not fill so: then every
+/// tool must be looked at.
+fn best_of_matched(
+    scratch: &Scratch,
+    resources: &[u8],
+    limit: usize,
+    include: &impl Fn(usize) -> bool,
+) -> Option<Vec<usize>> {
+    let effects = u8::try_from(scratch.effects.len()).ok()?;
+    let above_effects = effects.checked_add(1)?;
+    if scratch.matched.len() < limit {
+        return None;
+    }
+    let mut page = Page::new(limit, above_effects);
+    for &doc in &scratch.matched {
+        let doc = doc as usize;
+        let count = scratch.total_count(doc);
+        if count >= page.floor {
+            page.offer(doc, count, scratch.final_score(doc, resources), include);
+        }
+    }
+    page.worst()
+        .is_some_and(|worst| worst.count >= above_effects)
+        .then(|| page.into_best())
 }
 
 /// How many of `counts` are at least `floor`: summed in bytes, 255 at a
@@ -307,6 +345,12 @@ mod tests {
             "the",
             "calendar event item drive",
             "remove members",
+            // Rare words beside common ones: the page may come from the
+            // tools the rare words matched alone.
+            "list user 17",
+            "get group 3 mail 45 member",
+            "201 202 203 user list",
+            "1 2 3",
         ] {
             let full = idx.top(query, tools.len(), |_| true);
             assert_eq!(full.len(), tools.len(), "{query}");
@@ -324,6 +368,38 @@ mod tests {
                         "{query:?}, filter {f}, limit {limit}"
                     );
                 }
+            }
+        }
+    }
+
+    /// When rare words beside common ones match few tools, the page may be
+    /// chosen among those alone, but only when it fills with tools
+    /// matching more keywords than any other tool can: here the tools the
+    /// rare word reaches match two keywords, as do many tools it does not
+    /// reach and that score higher.
+    #[test]
+    fn a_page_from_rare_matches_alone_only_when_nobody_else_can_enter() {
+        let named = |name: String, description: &'static str| {
+            tool(Box::leak(name.into_boxed_str()), description)
+        };
+        let mut tools: Vec<Tool> = (0..20)
+            .map(|i| named(format!("list_users_{i}"), ""))
+            .collect();
+        tools.extend((0..150).map(|i| named(format!("other_thing_{i}"), "")));
+        tools.extend((0..6).map(|i| {
+            let description = "Something about users and much else besides, at length, \
+                 with a word that the query begins only: zetalike.";
+            named(format!("user_{i}"), description)
+        }));
+        let idx = index(&tools);
+        for query in ["list users zet", "users zet", "zet list"] {
+            let full = idx.top(query, tools.len(), |_| true);
+            for limit in [1, 2, 3, 4, 6] {
+                assert_eq!(
+                    idx.top(query, limit, |_| true),
+                    full[..limit],
+                    "{query} {limit}"
+                );
             }
         }
     }

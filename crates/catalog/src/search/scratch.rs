@@ -89,6 +89,10 @@ pub(super) struct Scratch {
     spare: Vec<KeywordEffect>,
     /// Keywords that count so far (an upper bound of any tool's count).
     pub(super) keywords: u8,
+    /// Whether the effects' keyword counts were added to `count` (for a
+    /// pass over every tool); until then `count` holds only the keywords
+    /// settled tool by tool, and [`Scratch::total_count`] adds the rest.
+    counts_applied: bool,
     /// Tools the current keyword touched, in the order first touched.
     pub(super) touched: Vec<u32>,
     /// Set while a query runs: still set when the next one starts means the
@@ -121,7 +125,7 @@ impl Scratch {
             self.count.fill(0);
             self.resource_hits.fill(0);
         } else {
-            if !self.effects.is_empty() {
+            if self.counts_applied {
                 self.count.fill(0);
             }
             for &doc in &self.matched {
@@ -140,6 +144,7 @@ impl Scratch {
             }
         }
         self.keywords = 0;
+        self.counts_applied = false;
         self.busy = false;
         result
     }
@@ -226,16 +231,38 @@ impl Scratch {
         effect
     }
 
-    /// Adds a settled keyword: to every tool's keyword count where it
-    /// matched now, in one vectorised pass; to the scores
-    /// and resource hits of the tools that are asked about
-    /// ([`Scratch::total_score`]).
+    /// Adds a settled keyword to the keyword counts, scores and resource
+    /// hits of the tools that are asked about ([`Scratch::total_count`],
+    /// [`Scratch::total_score`]); to every tool's count only when a page
+    /// needs a pass over every tool ([`Scratch::apply_counts`]).
     pub(super) fn apply(&mut self, effect: Arc<KeywordEffect>) {
-        for (count, counted) in self.count.iter_mut().zip(&effect.counted) {
-            *count = count.saturating_add(*counted);
+        if self.counts_applied {
+            add_counts(&mut self.count, &effect.counted);
         }
         self.keywords = self.keywords.saturating_add(1);
         self.effects.push(effect);
+    }
+
+    /// Adds every effect's keyword counts to `count`, one vectorised pass
+    /// each, for a selection that looks at every tool's count.
+    pub(super) fn apply_counts(&mut self) {
+        if !self.counts_applied {
+            for effect in &self.effects {
+                add_counts(&mut self.count, &effect.counted);
+            }
+            self.counts_applied = true;
+        }
+    }
+
+    /// How many distinct keywords a tool matched, effects included.
+    pub(super) fn total_count(&self, doc: usize) -> u8 {
+        let mut count = self.count.get(doc).copied().unwrap_or(0);
+        if !self.counts_applied {
+            for effect in &self.effects {
+                count = count.saturating_add(effect.counted.get(doc).copied().unwrap_or(0));
+            }
+        }
+        count
     }
 
     /// A tool's score: what the keywords settled tool by tool gave it, then
@@ -310,6 +337,13 @@ impl Scratch {
 
     pub(super) fn is_matched(&self, doc: usize) -> bool {
         self.total_score(doc) > 0.0
+    }
+}
+
+/// `count[i] += counted[i]` for every tool, saturating.
+fn add_counts(count: &mut [u8], counted: &[u8]) {
+    for (count, counted) in count.iter_mut().zip(counted) {
+        *count = count.saturating_add(*counted);
     }
 }
 
