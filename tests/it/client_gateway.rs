@@ -477,6 +477,7 @@ async fn identity_headers_reach_the_server() {
             scopes: vec!["orders:admin".to_string()],
             roles: Vec::new(),
         }],
+        ..Default::default()
     });
     let gw = TestGateway::start_with(settings, Some(dir)).await;
     let memory = Arc::new(EraMemory::default());

@@ -12,6 +12,7 @@ mod client_cli;
 mod client_gateway;
 mod compaction;
 mod corpus;
+mod identity_provider;
 mod incremental;
 mod instances;
 mod invoke_tool;

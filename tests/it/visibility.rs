@@ -328,6 +328,7 @@ fn hs256_auth(variable: &str, issuer_and_audience: bool) -> AuthSettings {
             ..JwtSettings::default()
         }),
         api_keys: Vec::new(),
+        ..Default::default()
     }
 }
 
@@ -955,6 +956,7 @@ async fn rs256_and_es256_tokens_verify_with_pem_files_and_a_jwks_file() {
                 ..JwtSettings::default()
             }),
             api_keys: Vec::new(),
+            ..Default::default()
         }),
     )
     .await;
@@ -1034,6 +1036,7 @@ async fn rs256_and_es256_tokens_verify_with_pem_files_and_a_jwks_file() {
                 ..JwtSettings::default()
             }),
             api_keys: Vec::new(),
+            ..Default::default()
         }),
     )
     .await;
@@ -1110,6 +1113,7 @@ async fn api_keys_map_to_their_scopes_and_roles_and_a_wrong_key_is_anonymous() {
                     roles: vec!["staff".to_string()],
                 },
             ],
+            ..Default::default()
         }),
     )
     .await;
@@ -1583,6 +1587,7 @@ fn a_bad_auth_configuration_refuses_to_start() {
     let jwt = |jwt: JwtSettings| AuthSettings {
         jwt: Some(jwt),
         api_keys: Vec::new(),
+        ..Default::default()
     };
     let key = |key_env: &str| AuthSettings {
         jwt: None,
@@ -1592,6 +1597,7 @@ fn a_bad_auth_configuration_refuses_to_start() {
             subject: "bot".to_string(),
             ..ApiKeySettings::default()
         }],
+        ..Default::default()
     };
     let bad = [
         (
@@ -1637,11 +1643,34 @@ fn a_bad_auth_configuration_refuses_to_start() {
             }),
         ),
         (
-            "[auth.jwt] without any key",
+            // An issuer alone means discovery, which needs its URL.
+            "[auth.jwt] without any key, its issuer no URL",
             jwt(JwtSettings {
-                issuer: Some(ISSUER.to_string()),
+                issuer: Some("our-issuer".to_string()),
                 ..JwtSettings::default()
             }),
+        ),
+        (
+            "[auth.jwt] with a jwks_url that is no http(s) URL",
+            jwt(JwtSettings {
+                jwks_url: Some("file:///etc/jwks.json".to_string()),
+                ..JwtSettings::default()
+            }),
+        ),
+        (
+            "[auth.jwt] refreshing every 0 ms",
+            jwt(JwtSettings {
+                jwks_url: Some("https://id.example.com/jwks".to_string()),
+                refresh_interval_ms: Some(0),
+                ..JwtSettings::default()
+            }),
+        ),
+        (
+            "auth.resource that is no URL",
+            AuthSettings {
+                resource: Some("gateway".to_string()),
+                ..key(CALLERS_SECRET.0)
+            },
         ),
         ("unset API key variable", key(UNSET_VARIABLE)),
         ("empty API key variable", key(EMPTY_VARIABLE)),

@@ -1,6 +1,8 @@
-//! The router, assembled in one place: the MCP endpoint, the health and
-//! status routes, and the demo backend when enabled.
+//! The router, assembled in one place: the MCP endpoint, its
+//! protected-resource metadata, the health and status routes, and the demo
+//! backend when enabled.
 
+use crate::auth::resource::{self, METADATA_PATH};
 use crate::gateway::Gateway;
 use crate::mcp::http;
 use axum::Router;
@@ -18,6 +20,11 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             post(http::post_mcp)
                 .get(http::method_not_allowed)
                 .delete(http::method_not_allowed),
+        )
+        .route(METADATA_PATH, get(resource::metadata))
+        .route(
+            &format!("{METADATA_PATH}{}", endpoint.trim_end_matches('/')),
+            get(resource::metadata),
         )
         .route("/healthz", get(http::healthz))
         .route("/readyz", get(http::readyz))

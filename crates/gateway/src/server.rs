@@ -113,6 +113,7 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
         "sezzlee listening on http://{address}{}",
         gateway.settings.endpoint
     );
+    gateway.auth.start(gateway.shutdown.subscribe());
     let app = crate::router::router(gateway.clone());
     let connections = GracefulShutdown::new();
     let mut http = http1::Builder::new();

@@ -70,6 +70,17 @@ pub struct AuthSettings {
     pub jwt: Option<JwtSettings>,
     #[serde(default)]
     pub api_keys: Vec<ApiKeySettings>,
+    /// Refuse requests without a valid credential (`401` with a
+    /// `WWW-Authenticate` challenge) instead of showing them public tools.
+    #[serde(default)]
+    pub required: bool,
+    /// The canonical URL of the MCP endpoint (`https://host/mcp`): the
+    /// `resource` of the protected-resource metadata. Default: from the
+    /// request's `Host`, over `http`.
+    pub resource: Option<String>,
+    /// Authorization servers the metadata lists. Default: the JWT issuer.
+    #[serde(default)]
+    pub authorization_servers: Vec<String>,
 }
 
 /// `[auth.jwt]`.
@@ -81,10 +92,24 @@ pub struct JwtSettings {
     /// RS256/ES256 public keys, PEM files.
     #[serde(default)]
     pub public_keys: Vec<PathBuf>,
-    /// A JWKS file with RS256/ES256 keys.
+    /// A JWKS file.
     pub jwks_file: Option<PathBuf>,
+    /// The provider's JWKS URL, fetched and kept fresh.
+    pub jwks_url: Option<String>,
+    /// The issuer every token must name; with no key configured otherwise,
+    /// its OpenID configuration names the JWKS to fetch (discovery).
     pub issuer: Option<String>,
+    /// The audience every token must name (RFC 8707: the gateway's own
+    /// resource URL).
     pub audience: Option<String>,
+    /// Longest time a fetched key set is used before it is fetched again
+    /// (a provider's shorter `Cache-Control: max-age` wins). Default 300000.
+    pub refresh_interval_ms: Option<u64>,
+    /// A token naming a key id no key holds fetches the set again at most
+    /// once per this. Default 10000.
+    pub refetch_min_interval_ms: Option<u64>,
+    /// Timeout of each request to the provider. Default 5000.
+    pub fetch_timeout_ms: Option<u64>,
 }
 
 /// One `[[auth.api_keys]]` entry.
@@ -311,20 +336,30 @@ impl Settings {
             s.demo_backend = v;
         }
         s.auth = file.auth;
-        if let Some(jwt) = jwt_from_env()? {
+        let file_has_jwt = s.auth.as_ref().is_some_and(|auth| auth.jwt.is_some());
+        if let Some(jwt) = jwt_from_env(file_has_jwt)? {
             s.auth.get_or_insert_with(AuthSettings::default).jwt = Some(jwt);
         }
         Ok(s)
     }
 }
 
-/// `SEZZLEE_JWT_*` variables configure `[auth.jwt]` without a file.
-fn jwt_from_env() -> Result<Option<JwtSettings>, ConfigError> {
+/// `SEZZLEE_JWT_*` variables configure `[auth.jwt]` without a file (and
+/// replace the file's when they name keys); `SEZZLEE_JWT_ISSUER` alone
+/// means discovery only when the file configures no `[auth.jwt]`.
+fn jwt_from_env(file_has_jwt: bool) -> Result<Option<JwtSettings>, ConfigError> {
     let get = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let secret_env = get("SEZZLEE_JWT_HS256_SECRET_ENV");
     let public_keys = get("SEZZLEE_JWT_PUBLIC_KEYS");
     let jwks_file = get("SEZZLEE_JWT_JWKS_FILE");
-    if secret_env.is_none() && public_keys.is_none() && jwks_file.is_none() {
+    let jwks_url = get("SEZZLEE_JWT_JWKS_URL");
+    let issuer = get("SEZZLEE_JWT_ISSUER");
+    if secret_env.is_none()
+        && public_keys.is_none()
+        && jwks_file.is_none()
+        && jwks_url.is_none()
+        && (issuer.is_none() || file_has_jwt)
+    {
         return Ok(None);
     }
     Ok(Some(JwtSettings {
@@ -333,8 +368,10 @@ fn jwt_from_env() -> Result<Option<JwtSettings>, ConfigError> {
             .map(|list| list.split(',').map(|p| PathBuf::from(p.trim())).collect())
             .unwrap_or_default(),
         jwks_file: jwks_file.map(PathBuf::from),
-        issuer: get("SEZZLEE_JWT_ISSUER"),
+        jwks_url,
+        issuer,
         audience: get("SEZZLEE_JWT_AUDIENCE"),
+        ..JwtSettings::default()
     }))
 }
 

@@ -50,6 +50,7 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
             "diagnostics": catalog.diagnostics,
             "lastReload": {"atUnixMs": loaded_at, "durationMs": served.build_duration.as_secs_f64() * 1000.0},
             "listenStreams": gateway.streams.count(),
+            "auth": gateway.auth.status(),
             "searchModel": search_model,
             "searchCache": {
                 "answers": cache.answers,
@@ -143,6 +144,56 @@ pub async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
         out,
         "# HELP sezzlee_catalog_diagnostics Diagnostics of the served catalog.\n# TYPE sezzlee_catalog_diagnostics gauge\nsezzlee_catalog_diagnostics{{severity=\"error\"}} {errors}\nsezzlee_catalog_diagnostics{{severity=\"warning\"}} {warnings}"
     );
+    if let Some(provider) = gateway.auth.provider() {
+        let figures = provider.figures();
+        let mut gauges = vec![
+            (
+                "sezzlee_auth_provider_keys",
+                "Signing keys held from the identity provider.",
+                figures.keys.to_string(),
+            ),
+            (
+                "sezzlee_auth_provider_refresh_failing",
+                "1 while fetching the identity provider's keys fails (the last good keys stay in use).",
+                u8::from(figures.failing).to_string(),
+            ),
+        ];
+        if let Some(at) = figures.last_refresh_unix_s {
+            gauges.push((
+                "sezzlee_auth_provider_last_refresh_timestamp_seconds",
+                "When the identity provider's keys were last fetched successfully.",
+                at.to_string(),
+            ));
+        }
+        for (name, help, value) in gauges {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+            );
+        }
+        for (name, help, value) in [
+            (
+                "sezzlee_auth_provider_fetches_total",
+                "Fetches of the identity provider's keys (discovery and key set).",
+                figures.fetches,
+            ),
+            (
+                "sezzlee_auth_provider_fetch_failures_total",
+                "Fetches of the identity provider's keys that failed.",
+                figures.failures,
+            ),
+            (
+                "sezzlee_auth_provider_refetches_rate_limited_total",
+                "Tokens naming an unknown key id that did not cause a fetch (rate limit).",
+                figures.refetches_limited,
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
+        }
+    }
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

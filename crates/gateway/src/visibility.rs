@@ -22,6 +22,9 @@ pub enum Credential {
     Verified,
     /// A credential the gateway cannot evaluate.
     Uncertain,
+    /// An invalid credential (a token that fails verification): seen as
+    /// no credential, but `auth.required` answers it with `invalid_token`.
+    Rejected,
 }
 
 /// The identity a request carries.
@@ -112,7 +115,7 @@ impl Caller {
             return View::Visible { uncertain: false };
         }
         match self.credential {
-            Credential::Anonymous => View::Hidden,
+            Credential::Anonymous | Credential::Rejected => View::Hidden,
             Credential::Uncertain => View::Visible { uncertain: true },
             Credential::Verified => {
                 let allowed = match rule {

@@ -72,7 +72,10 @@ pub(crate) async fn post_mcp(
             return json_response(error.status, &error.body(id.as_ref()));
         }
     };
-    let mut caller = gateway.auth.caller(&headers);
+    let mut caller = gateway.auth.caller(&headers).await;
+    if let Some(refusal) = gateway.auth.refusal(&caller, &headers) {
+        return crate::auth::resource::challenge(&gateway, &headers, refusal);
+    }
     caller.address = Some(peer.ip());
     caller.headers = headers.clone();
     let id = message.id.clone();

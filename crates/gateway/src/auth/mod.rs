@@ -1,0 +1,507 @@
+//! Who is calling: the identity a request carries, verified per request.
+//!
+//! `Authorization: Bearer <JWT>` is verified with the configured keys: an
+//! HS256 secret, public keys in PEM files or a JWKS file ([`keys`]), or
+//! the identity provider's keys fetched by URL or through OIDC discovery
+//! and kept fresh ([`provider`]); with optional issuer and audience checks
+//! (a configured one must be in the token), expiry and not-before. API
+//! keys in a configured header map to a subject and scopes. A credential
+//! the gateway cannot evaluate (a bearer token with no verifier, an opaque
+//! token, HTTP basic, a cookie) makes visibility *uncertain* rather than
+//! denied; an invalid one (bad signature, expired, `alg: none`, a key of
+//! the wrong type, oversized) counts as no credential, unless
+//! `auth.required` is on: then it is refused with `invalid_token`
+//! ([`resource`] writes the challenge and the protected-resource
+//! metadata). Secrets come only from the environment or files, and
+//! neither they nor tokens are ever logged.
+
+pub mod keys;
+pub mod provider;
+pub mod resource;
+
+use crate::config_error::ConfigError;
+use crate::settings::{AuthSettings, JwtSettings};
+use crate::visibility::{Caller, Credential};
+use axum::http::{HeaderMap, header};
+use jsonwebtoken::{Algorithm, Validation};
+use keys::{KeySet, VerifyingKey};
+use provider::{KeySource, ProviderKeys, Timing};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The longest bearer token looked at; a longer one is invalid (real
+/// access tokens are a few KiB).
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+
+/// Verifies credentials per the `[auth]` settings.
+pub struct Authenticator {
+    /// `false` when no `[auth]` is configured: everything is public.
+    configured: bool,
+    /// `auth.required`: callers without a valid credential are refused.
+    pub required: bool,
+    jwt: Option<JwtVerifier>,
+    api_keys: Vec<ApiKey>,
+    /// `auth.resource`, `auth.authorization_servers` (or the issuer).
+    resource: Option<String>,
+    authorization_servers: Vec<String>,
+}
+
+struct JwtVerifier {
+    /// Keys from the settings (secret, PEM files, JWKS file).
+    fixed: KeySet,
+    /// Keys from the provider, when configured by URL or issuer.
+    provider: Option<Arc<ProviderKeys>>,
+    issuer: Option<String>,
+    audience: Option<String>,
+}
+
+struct ApiKey {
+    header: String,
+    secret: String,
+    subject: String,
+    scopes: Vec<String>,
+    roles: Vec<String>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("configured", &self.configured)
+            .field("required", &self.required)
+            .field("jwt_keys", &self.jwt.as_ref().map_or(0, |j| j.fixed.len()))
+            .field(
+                "provider",
+                &self.jwt.as_ref().is_some_and(|j| j.provider.is_some()),
+            )
+            .field("api_keys", &self.api_keys.len())
+            .finish()
+    }
+}
+
+impl Authenticator {
+    /// No auth: every caller is anonymous and sees everything.
+    pub fn disabled() -> Authenticator {
+        Authenticator {
+            configured: false,
+            required: false,
+            jwt: None,
+            api_keys: Vec::new(),
+            resource: None,
+            authorization_servers: Vec::new(),
+        }
+    }
+
+    /// Auth configured but no way to verify anything: only public tools
+    /// are visible (the safe fallback when configuration cannot load).
+    pub fn deny_all() -> Authenticator {
+        Authenticator {
+            configured: true,
+            ..Authenticator::disabled()
+        }
+    }
+
+    /// Loads keys and secrets; an error names what is missing (never a
+    /// value). The provider's keys are fetched once [`Authenticator::start`]
+    /// runs.
+    pub fn from_settings(settings: Option<&AuthSettings>) -> Result<Authenticator, ConfigError> {
+        let Some(settings) = settings else {
+            return Ok(Authenticator::disabled());
+        };
+        let jwt = settings.jwt.as_ref().map(load_jwt).transpose()?;
+        let mut api_keys = Vec::new();
+        for key in &settings.api_keys {
+            let variable_error = |message: String| ConfigError::Variable {
+                setting: "auth.api_keys",
+                variable: key.key_env.clone(),
+                message,
+            };
+            let secret = std::env::var(&key.key_env).map_err(|_| {
+                variable_error(format!(
+                    "auth.api_keys: environment variable {} (key of '{}') is not set",
+                    key.key_env, key.subject
+                ))
+            })?;
+            if secret.is_empty() {
+                return Err(variable_error(format!(
+                    "auth.api_keys: environment variable {} is empty",
+                    key.key_env
+                )));
+            }
+            api_keys.push(ApiKey {
+                header: key.header.to_ascii_lowercase(),
+                secret,
+                subject: key.subject.clone(),
+                scopes: key.scopes.clone(),
+                roles: key.roles.clone(),
+            });
+        }
+        if let Some(resource) = &settings.resource
+            && !(resource.starts_with("https://") || resource.starts_with("http://"))
+        {
+            return Err(ConfigError::Value {
+                setting: "auth.resource",
+                message: format!("auth.resource: '{resource}' is not an http(s) URL"),
+            });
+        }
+        let mut authorization_servers = settings.authorization_servers.clone();
+        if authorization_servers.is_empty()
+            && let Some(issuer) = settings.jwt.as_ref().and_then(|jwt| jwt.issuer.clone())
+        {
+            authorization_servers.push(issuer);
+        }
+        Ok(Authenticator {
+            configured: true,
+            required: settings.required,
+            jwt,
+            api_keys,
+            resource: settings.resource.clone(),
+            authorization_servers,
+        })
+    }
+
+    /// Whether `[auth]` is configured at all.
+    pub fn is_configured(&self) -> bool {
+        self.configured
+    }
+
+    /// Starts keeping the provider's keys fresh (a fetch at once), until
+    /// `stop` turns true. Nothing to do without a provider.
+    pub fn start(&self, stop: tokio::sync::watch::Receiver<bool>) {
+        if let Some(provider) = self.jwt.as_ref().and_then(|jwt| jwt.provider.as_ref()) {
+            provider.spawn_refresher(stop);
+        }
+    }
+
+    /// `auth.resource`, when configured.
+    pub fn resource(&self) -> Option<&str> {
+        self.resource.as_deref()
+    }
+
+    /// The authorization servers the metadata lists.
+    pub fn authorization_servers(&self) -> &[String] {
+        &self.authorization_servers
+    }
+
+    /// The provider's keys, when they come from one.
+    pub fn provider(&self) -> Option<&Arc<ProviderKeys>> {
+        self.jwt.as_ref().and_then(|jwt| jwt.provider.as_ref())
+    }
+
+    /// The caller a request's headers describe.
+    pub async fn caller(&self, headers: &HeaderMap) -> Caller {
+        let mut caller = Caller::anonymous();
+        caller.rules_apply = self.configured;
+        if !self.configured {
+            return caller;
+        }
+        for key in &self.api_keys {
+            if let Some(value) = headers.get(key.header.as_str()) {
+                if constant_time_eq(value.as_bytes(), key.secret.as_bytes()) {
+                    caller.credential = Credential::Verified;
+                    caller.subject = Some(key.subject.clone());
+                    caller.scopes = key.scopes.clone();
+                    caller.roles = key.roles.clone();
+                    return caller;
+                }
+                tracing::debug!(
+                    header = key.header,
+                    "API key not recognised; treated as no credential"
+                );
+            }
+        }
+        if let Some(authorization) = headers.get(header::AUTHORIZATION) {
+            let text = authorization.to_str().unwrap_or_default();
+            match text.split_once(' ') {
+                Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+                    self.bearer(token.trim(), &mut caller).await;
+                }
+                _ => caller.credential = Credential::Uncertain,
+            }
+            return caller;
+        }
+        if headers.contains_key(header::COOKIE) {
+            caller.credential = Credential::Uncertain;
+        }
+        caller
+    }
+
+    async fn bearer(&self, token: &str, caller: &mut Caller) {
+        let Some(jwt) = &self.jwt else {
+            caller.credential = Credential::Uncertain;
+            return;
+        };
+        if token.split('.').count() != 3 || token.len() > MAX_TOKEN_BYTES {
+            // An opaque token: only the backend can judge it (an oversized
+            // one is not looked at).
+            if token.len() > MAX_TOKEN_BYTES {
+                tracing::debug!(
+                    bytes = token.len(),
+                    "bearer token longer than {MAX_TOKEN_BYTES} bytes; treated as no credential"
+                );
+                caller.credential = Credential::Rejected;
+            } else {
+                caller.credential = Credential::Uncertain;
+            }
+            return;
+        }
+        match jwt.verify(token).await {
+            Ok(claims) => {
+                caller.credential = Credential::Verified;
+                caller.subject = claims
+                    .get("sub")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                caller.scopes = scopes_of(&claims);
+                caller.roles = strings(claims.get("roles"));
+            }
+            Err(why) => {
+                tracing::debug!("bearer token rejected ({why}); treated as no credential");
+                caller.credential = Credential::Rejected;
+            }
+        }
+    }
+
+    /// With `auth.required`, why a caller is refused: `None` when it may
+    /// go on (a verified credential, or `required` off).
+    /// A bearer token that is not verified (invalid, or opaque) is an
+    /// invalid token; anything else is no credential.
+    pub fn refusal(&self, caller: &Caller, headers: &HeaderMap) -> Option<resource::Refusal> {
+        if !self.required || caller.credential == Credential::Verified {
+            return None;
+        }
+        let bearer = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|text| text.split_once(' '))
+            .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"));
+        Some(if caller.credential == Credential::Rejected || bearer {
+            resource::Refusal::InvalidToken
+        } else {
+            resource::Refusal::NoCredential
+        })
+    }
+
+    /// What `/status` shows of authentication.
+    pub fn status(&self) -> Value {
+        json!({
+            "configured": self.configured,
+            "required": self.required,
+            "apiKeys": self.api_keys.len(),
+            "jwt": self.jwt.as_ref().map(|jwt| json!({
+                "configuredKeys": jwt.fixed.len(),
+                "issuer": jwt.issuer,
+                "audience": jwt.audience,
+                "provider": jwt.provider.as_ref().map(|p| p.status()),
+            })),
+        })
+    }
+}
+
+impl JwtVerifier {
+    async fn verify(&self, token: &str) -> Result<Value, String> {
+        let header = jsonwebtoken::decode_header(token).map_err(|e| e.to_string())?;
+        let kid = header.kid.as_deref();
+        let looked_at = Instant::now();
+        let mut provided = self.provider.as_ref().map(|p| p.current());
+        let fits = self.fixed.has_fitting(kid, header.alg)
+            || provided
+                .as_ref()
+                .is_some_and(|set| set.has_fitting(kid, header.alg));
+        // A key id (or an algorithm) no key holds: the provider may have
+        // rotated. Never for a shared-secret algorithm, which no provider
+        // key set can hold.
+        if !fits
+            && header.alg.family() != jsonwebtoken::AlgorithmFamily::Hmac
+            && let Some(provider) = &self.provider
+            && provider.refetch_for_unknown_key(looked_at).await
+        {
+            provided = Some(provider.current());
+        }
+        let candidates = self
+            .fixed
+            .keys
+            .iter()
+            .chain(provided.iter().flat_map(|set| set.keys.iter()))
+            .filter(|key| key.fits(kid, header.alg));
+        let mut last = "no key fits the token's algorithm and key id".to_string();
+        for key in candidates {
+            match jsonwebtoken::decode::<Value>(token, &key.key, &self.validation(header.alg)) {
+                Ok(data) => return Ok(data.claims),
+                Err(err) => last = err.to_string(),
+            }
+        }
+        Err(last)
+    }
+
+    fn validation(&self, alg: Algorithm) -> Validation {
+        let mut validation = Validation::new(alg);
+        // jsonwebtoken compares `iss` and `aud` only when present: a
+        // configured issuer or audience must also be required. A token is
+        // not accepted before its `nbf` either.
+        let mut required = vec!["exp"];
+        validation.validate_nbf = true;
+        match &self.issuer {
+            Some(issuer) => {
+                validation.set_issuer(&[issuer]);
+                required.push("iss");
+            }
+            None => validation.iss = None,
+        }
+        match &self.audience {
+            Some(audience) => {
+                validation.set_audience(&[audience]);
+                required.push("aud");
+            }
+            None => validation.validate_aud = false,
+        }
+        validation.set_required_spec_claims(&required);
+        validation
+    }
+}
+
+fn load_jwt(settings: &JwtSettings) -> Result<JwtVerifier, ConfigError> {
+    let mut fixed = KeySet::default();
+    if let Some(variable) = &settings.hs256_secret_env {
+        let variable_error = |message: String| ConfigError::Variable {
+            setting: "auth.jwt",
+            variable: variable.clone(),
+            message,
+        };
+        let secret = std::env::var(variable).map_err(|_| {
+            variable_error(format!(
+                "auth.jwt: environment variable {variable} (the HS256 secret) is not set"
+            ))
+        })?;
+        if secret.is_empty() {
+            return Err(variable_error(format!(
+                "auth.jwt: environment variable {variable} is empty"
+            )));
+        }
+        let key = jsonwebtoken::DecodingKey::from_secret(secret.as_bytes())
+            .map_err(|e| variable_error(format!("auth.jwt: HS256 secret: {e}")))?;
+        fixed.keys.push(VerifyingKey {
+            kid: None,
+            algorithms: vec![Algorithm::HS256],
+            key,
+        });
+    }
+    for path in &settings.public_keys {
+        let pem = std::fs::read(path)
+            .map_err(|e| jwt_file_error(path, format!("cannot read {}: {e}", path.display())))?;
+        let key = VerifyingKey::from_pem(&pem).ok_or_else(|| {
+            jwt_file_error(
+                path,
+                format!(
+                    "{} is not an RSA, EC or Ed25519 public key in PEM",
+                    path.display()
+                ),
+            )
+        })?;
+        fixed.keys.push(key);
+    }
+    if let Some(path) = &settings.jwks_file {
+        let text = std::fs::read(path)
+            .map_err(|e| jwt_file_error(path, format!("cannot read {}: {e}", path.display())))?;
+        let (set, skipped) = KeySet::from_jwks(&text)
+            .map_err(|why| jwt_file_error(path, format!("{}: {why}", path.display())))?;
+        if set.is_empty() {
+            return Err(jwt_file_error(
+                path,
+                format!(
+                    "{} holds no usable signing key ({})",
+                    path.display(),
+                    skipped.join("; ")
+                ),
+            ));
+        }
+        for why in skipped {
+            tracing::warn!("auth.jwt: {}: {why}", path.display());
+        }
+        fixed.keys.extend(set.keys);
+    }
+    let timing = Timing {
+        refresh_interval: Duration::from_millis(settings.refresh_interval_ms.unwrap_or(300_000)),
+        refetch_min_interval: Duration::from_millis(
+            settings.refetch_min_interval_ms.unwrap_or(10_000),
+        ),
+        fetch_timeout: Duration::from_millis(settings.fetch_timeout_ms.unwrap_or(5_000)),
+    };
+    if timing.refresh_interval.is_zero() || timing.fetch_timeout.is_zero() {
+        return Err(ConfigError::Value {
+            setting: "auth.jwt",
+            message: "auth.jwt: refresh_interval_ms and fetch_timeout_ms must be above 0"
+                .to_string(),
+        });
+    }
+    let source = match (&settings.jwks_url, &settings.issuer) {
+        (Some(url), _) => Some(KeySource::Jwks(url.clone())),
+        // An issuer alone: its discovery document names the keys.
+        (None, Some(issuer)) if fixed.is_empty() => Some(KeySource::Issuer(issuer.clone())),
+        _ => None,
+    };
+    let provider = match source {
+        Some(source) => Some(Arc::new(ProviderKeys::new(source, timing).map_err(
+            |why| ConfigError::Value {
+                setting: "auth.jwt",
+                message: format!("auth.jwt: {why}"),
+            },
+        )?)),
+        None => None,
+    };
+    if fixed.is_empty() && provider.is_none() {
+        return Err(ConfigError::Value {
+            setting: "auth.jwt",
+            message:
+                "auth.jwt: configure jwks_url, issuer, hs256_secret_env, public_keys or jwks_file"
+                    .to_string(),
+        });
+    }
+    Ok(JwtVerifier {
+        fixed,
+        provider,
+        issuer: settings.issuer.clone(),
+        audience: settings.audience.clone(),
+    })
+}
+
+/// A file named in `[auth.jwt]` that cannot be used.
+fn jwt_file_error(path: &std::path::Path, detail: String) -> ConfigError {
+    ConfigError::File {
+        setting: "auth.jwt",
+        path: path.to_path_buf(),
+        message: format!("auth.jwt: {detail}"),
+    }
+}
+
+/// `scope` (space separated) or `scp` (array or string).
+fn scopes_of(claims: &Value) -> Vec<String> {
+    let mut scopes = Vec::new();
+    for key in ["scope", "scp"] {
+        match claims.get(key) {
+            Some(Value::String(text)) => scopes.extend(text.split_whitespace().map(str::to_string)),
+            Some(Value::Array(_)) => scopes.extend(strings(claims.get(key))),
+            _ => {}
+        }
+    }
+    scopes
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        Some(Value::String(text)) => vec![text.clone()],
+        _ => Vec::new(),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -1,0 +1,158 @@
+//! The gateway as an OAuth protected resource (RFC 9728, as the MCP
+//! authorization spec asks): its metadata document, and the `401`
+//! challenge that points clients to it.
+//!
+//! MCP clients learn how to obtain a token from a `401` whose
+//! `WWW-Authenticate: Bearer resource_metadata="…"` names
+//! `/.well-known/oauth-protected-resource{endpoint}`; that document lists
+//! the authorization servers and the scopes the served catalogs use
+//! (recomputed from the snapshot on every request, so a reload that adds a
+//! scope shows at once).
+
+use crate::gateway::Gateway;
+use crate::mcp::jsonrpc::{INVALID_REQUEST, RpcError};
+use crate::reply::json_response;
+use crate::visibility::Rule;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// The well-known path of the metadata (the endpoint's path appended).
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// Why `auth.required` refuses a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No credential (or one of a kind the gateway does not take).
+    NoCredential,
+    /// A bearer token that is invalid, expired or cannot be verified.
+    InvalidToken,
+}
+
+/// The canonical URL of the MCP endpoint: `auth.resource`, else from the
+/// request's `Host` over `http`.
+pub fn resource_url(gateway: &Gateway, headers: &HeaderMap) -> String {
+    if let Some(resource) = gateway.auth.resource() {
+        return resource.to_string();
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .filter(|host| is_host(host))
+        .map(str::to_string)
+        .unwrap_or_else(|| gateway.settings.listen.to_string());
+    format!("http://{host}{}", gateway.settings.endpoint)
+}
+
+/// The metadata URL of a resource URL: the well-known path inserted
+/// between its origin and its path (RFC 9728 §3.1).
+pub fn metadata_url(resource: &str) -> String {
+    let after_scheme = resource.find("://").map_or(0, |i| i + 3);
+    let path_start = resource[after_scheme..]
+        .find('/')
+        .map_or(resource.len(), |i| after_scheme + i);
+    let (origin, path) = resource.split_at(path_start);
+    format!("{origin}{METADATA_PATH}{}", path.trim_end_matches('/'))
+}
+
+/// `401` with the challenge (RFC 6750 §3, RFC 9728 §5.1).
+pub fn challenge(gateway: &Gateway, headers: &HeaderMap, refusal: Refusal) -> Response {
+    let metadata = metadata_url(&resource_url(gateway, headers));
+    let (value, message) = match refusal {
+        Refusal::NoCredential => (
+            format!("Bearer resource_metadata=\"{metadata}\""),
+            "Unauthorized: this gateway requires a credential",
+        ),
+        Refusal::InvalidToken => (
+            format!(
+                "Bearer resource_metadata=\"{metadata}\", error=\"invalid_token\", \
+                 error_description=\"The access token is invalid or expired\""
+            ),
+            "Unauthorized: the access token is invalid or expired",
+        ),
+    };
+    let body = RpcError::new(StatusCode::UNAUTHORIZED, INVALID_REQUEST, message).body(None);
+    let mut response = json_response(StatusCode::UNAUTHORIZED, &body);
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// `GET /.well-known/oauth-protected-resource[/endpoint]`: the metadata,
+/// or `404` when no `[auth]` is configured (nothing is protected).
+pub async fn metadata(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
+    if !gateway.auth.is_configured() {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let served = gateway.store.current();
+    let mut scopes = BTreeSet::new();
+    for rule in &served.prepared.rules {
+        match rule {
+            Rule::Public => {}
+            Rule::Policy(policy) => scopes.extend(policy.any_scope.iter().cloned()),
+            Rule::Security(requirements) => {
+                for requirement in requirements {
+                    scopes.extend(requirement.values().flatten().cloned());
+                }
+            }
+        }
+    }
+    let mut document = json!({
+        "resource": resource_url(&gateway, &headers),
+        "scopes_supported": scopes,
+        "bearer_methods_supported": ["header"],
+        "resource_name": "sezzlee MCP gateway",
+    });
+    let servers = gateway.auth.authorization_servers();
+    if !servers.is_empty() {
+        document["authorization_servers"] = json!(servers);
+    }
+    let mut response = json_response(StatusCode::OK, &document);
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// A `Host` value that can stand in a URL: a name or address and port.
+fn is_host(host: &str) -> bool {
+    !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:[]_".contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_urls_insert_the_well_known_path() {
+        assert_eq!(
+            metadata_url("https://gw.example.com/mcp"),
+            "https://gw.example.com/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            metadata_url("https://gw.example.com"),
+            "https://gw.example.com/.well-known/oauth-protected-resource"
+        );
+        assert_eq!(
+            metadata_url("http://127.0.0.1:8080/a/mcp/"),
+            "http://127.0.0.1:8080/.well-known/oauth-protected-resource/a/mcp"
+        );
+    }
+
+    #[test]
+    fn only_plain_hosts_make_urls() {
+        assert!(is_host("gw.example.com:8443"));
+        assert!(is_host("[::1]:80"));
+        assert!(!is_host("evil.com/\"x"));
+        assert!(!is_host(""));
+    }
+}
