@@ -476,6 +476,7 @@ async fn identity_headers_reach_the_server() {
             subject: "client-test".to_string(),
             scopes: vec!["orders:admin".to_string()],
             roles: Vec::new(),
+            names: Vec::new(),
         }],
         ..Default::default()
     });

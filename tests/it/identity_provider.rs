@@ -216,18 +216,18 @@ async fn gateway(auth: AuthSettings) -> TestGateway {
 /// search_tools with `token` (none when empty): the HTTP status and the
 /// tools seen (empty when refused).
 async fn seen(gateway: &TestGateway, token: &str) -> (u16, Vec<String>, Reply) {
-    let body = modern_request(
-        1,
-        "tools/call",
-        json!({"name": "search_tools",
-        "arguments": {"query": "", "limit": 10}}),
-    );
-    let mut headers: Vec<(&str, String)> = modern_headers(&body);
-    if !token.is_empty() {
-        headers.push(("authorization", format!("Bearer {token}")));
-    }
-    let borrowed: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    let reply = gateway.post_json(&body, &borrowed).await;
+    let arguments = json!({"query": "", "limit": 10});
+    let reply = gateway
+        .modern_custom(
+            "tools/call",
+            json!({"name": "search_tools", "arguments": arguments}),
+            |_, headers| {
+                if !token.is_empty() {
+                    headers.push(("authorization", format!("Bearer {token}")));
+                }
+            },
+        )
+        .await;
     if reply.status != 200 {
         return (reply.status, Vec::new(), reply);
     }

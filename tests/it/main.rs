@@ -23,3 +23,4 @@ mod rmcp_client;
 mod semantic;
 mod support;
 mod visibility;
+mod visibility_schemes;

@@ -1102,8 +1102,13 @@ async fn api_keys_map_to_their_scopes_and_roles_and_a_wrong_key_is_anonymous() {
                     header: "X-Api-Key".to_string(),
                     key_env: API_KEY_READER.0.to_string(),
                     subject: "catalog-bot".to_string(),
-                    scopes: vec!["shop:read".to_string(), "shop:write".to_string()],
+                    scopes: vec![
+                        "shop:read".to_string(),
+                        "shop:write".to_string(),
+                        "ops".to_string(),
+                    ],
                     roles: Vec::new(),
+                    names: Vec::new(),
                 },
                 ApiKeySettings {
                     header: "x-staff-key".to_string(),
@@ -1111,6 +1116,7 @@ async fn api_keys_map_to_their_scopes_and_roles_and_a_wrong_key_is_anonymous() {
                     subject: "rota-bot".to_string(),
                     scopes: Vec::new(),
                     roles: vec!["staff".to_string()],
+                    names: Vec::new(),
                 },
             ],
             ..Default::default()
@@ -1121,9 +1127,12 @@ async fn api_keys_map_to_their_scopes_and_roles_and_a_wrong_key_is_anonymous() {
     let reader_key = API_KEY_READER.1;
     let cases: Vec<(&str, Creds, Vec<&str>)> = vec![
         (
+            // The shop's operations need an OAuth token, which an API key
+            // is not (scheme by scheme), whatever its scopes; its `ops`
+            // scope satisfies the internal document's policy.
             "reader key",
             header("x-api-key", reader_key),
-            public_and(&["list_products", "create_product"]),
+            public_and(&["internal_metrics"]),
         ),
         (
             "staff key",
@@ -1180,11 +1189,24 @@ async fn credentials_the_gateway_cannot_evaluate_leave_tools_visible_and_flagged
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode("user:password")
     );
-    let uncertain: Vec<(&str, Creds)> = vec![
-        ("opaque bearer", bearer("opaque-token-0123456789abcdef")),
+    // Scheme by scheme: HTTP basic and a cookie satisfy no `oauth`
+    // requirement (hidden), but policies read any credential, and the
+    // gateway cannot check these: uncertain.
+    let policed = public_and(&["purge_all", "get_rota", "internal_metrics"]);
+    for (label, creds) in [
         ("HTTP basic", header("authorization", &basic)),
         ("a cookie", header("cookie", "session=0123456789")),
-    ];
+    ] {
+        assert_eq!(
+            endpoint.seen(&creds).await,
+            Seen::expected(&policed, true),
+            "{label}"
+        );
+    }
+    // An opaque bearer token may be the backend's OAuth token: every tool
+    // stays, uncertain.
+    let uncertain: Vec<(&str, Creds)> =
+        vec![("opaque bearer", bearer("opaque-token-0123456789abcdef"))];
     for (label, creds) in &uncertain {
         assert_sees_uncertain(&endpoint, label, creds).await;
 
@@ -1422,6 +1444,7 @@ async fn invoke_sends_the_callers_authorization_and_static_headers_and_nothing_e
         subject: "invoke-bot".to_string(),
         scopes: vec!["shop:read".to_string()],
         roles: Vec::new(),
+        names: Vec::new(),
     });
     let gateway = gateway(&backend.base, Some(auth)).await;
     let endpoint = Endpoint::of(&gateway);
@@ -1550,16 +1573,17 @@ async fn invoke_sends_the_callers_authorization_and_static_headers_and_nothing_e
     );
 
     // An API-key caller: the key authenticates it to the gateway and stays
-    // there; no Authorization is invented.
+    // there; no Authorization is invented. (The shop's `oauth` operations
+    // are hidden from it: a key is not a token.)
     endpoint
         .ok(
             &header("x-api-key", INVOKE_KEY.1),
             "invoke_tool",
-            json!({"name": "list_products"}),
+            json!({"name": "get_health"}),
         )
         .await;
     let request = backend.last();
-    assert_eq!(request.path(), "/products");
+    assert_eq!(request.path(), "/health");
     assert_eq!(request.all("authorization"), Vec::<&str>::new());
     assert_eq!(request.all("x-api-key"), Vec::<&str>::new());
     assert_eq!(request.all("x-static-token"), [STATIC_HEADER.1]);
@@ -1698,6 +1722,7 @@ async fn status_and_metrics_never_show_a_secret() {
         subject: "status-bot".to_string(),
         scopes: vec!["shop:admin".to_string()],
         roles: Vec::new(),
+        names: Vec::new(),
     });
     let gateway = gateway(NOWHERE, Some(auth)).await;
     let endpoint = Endpoint::of(&gateway);

@@ -125,6 +125,11 @@ pub struct ApiKeySettings {
     pub scopes: Vec<String>,
     #[serde(default)]
     pub roles: Vec<String>,
+    /// OpenAPI `apiKey` scheme names (of any location) this key satisfies
+    /// besides its header's: a key the gateway holds for a query or cookie
+    /// API key, or one its documents name differently.
+    #[serde(default)]
+    pub names: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

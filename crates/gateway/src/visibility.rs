@@ -2,29 +2,43 @@
 //!
 //! Visibility decides what a caller can discover; the backend still
 //! enforces access when a call arrives. An operation's OpenAPI `security`
-//! requirements decide (any one satisfied; scopes must be covered;
-//! `security: []` is public), unless a named policy from the sidecar or
-//! `x-sezzlee-visibility` replaces them. With no `[auth]` configured the
-//! whole catalog is public. A hidden tool is indistinguishable from a
-//! nonexistent one everywhere.
+//! requirements decide (any one satisfied; `security: []` is public),
+//! unless a named policy from the sidecar or `x-sezzlee-visibility`
+//! replaces them. A requirement is satisfied scheme by scheme, each only by
+//! a credential of the kind it names: `oauth2`, `openIdConnect` and `http
+//! bearer` by a verified JWT with the scopes, `apiKey` by a configured API
+//! key for that name with the scopes; a scheme the gateway cannot check
+//! (`http basic` and other HTTP schemes, `mutualTLS`, an unknown or
+//! undefined scheme, a key header it does not know) leaves the tool
+//! *uncertain* for a caller presenting such a credential. With no `[auth]`
+//! configured the whole catalog is public. A hidden tool is
+//! indistinguishable from a nonexistent one everywhere.
 
+use serde_json::{Map, Value};
 use sezzlee_catalog::Tool;
 use sezzlee_catalog::sidecar::Policy;
-use std::collections::BTreeMap;
 
-/// What the request's credential amounts to.
+/// What the request's credentials amount to, all told.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Credential {
-    /// No credential (or an invalid one).
+    /// No credential.
     #[default]
     Anonymous,
-    /// A verified JWT or a known API key.
+    /// A verified JWT or a known API key (perhaps more besides).
     Verified,
-    /// A credential the gateway cannot evaluate.
+    /// Only credentials the gateway cannot evaluate.
     Uncertain,
     /// An invalid credential (a token that fails verification): seen as
     /// no credential, but `auth.required` answers it with `invalid_token`.
     Rejected,
+}
+
+/// A configured API key the caller presented.
+#[derive(Debug, Clone, Default)]
+pub struct ApiKeyIdentity {
+    /// The API key names (OpenAPI `apiKey` `name`) it stands for.
+    pub names: Vec<String>,
+    pub scopes: Vec<String>,
 }
 
 /// The identity a request carries.
@@ -34,8 +48,18 @@ pub struct Caller {
     pub rules_apply: bool,
     pub credential: Credential,
     pub subject: Option<String>,
+    /// Every verified credential's scopes and roles (what policies read).
     pub scopes: Vec<String>,
     pub roles: Vec<String>,
+    /// The scopes of a verified JWT, when one was presented.
+    pub jwt_scopes: Option<Vec<String>>,
+    /// A configured API key, when one was presented.
+    pub api_key: Option<ApiKeyIdentity>,
+    /// A bearer token that could not be checked (opaque, or no verifier).
+    pub unverified_bearer: bool,
+    /// Headers that carried a configured API key with a wrong value (not
+    /// a credential the backend might take: an invalid one).
+    pub rejected_key_headers: Vec<String>,
     /// The request's headers: the identity `invoke_tool` forwards (only the
     /// headers a backend is configured to receive ever leave).
     pub headers: axum::http::HeaderMap,
@@ -54,13 +78,63 @@ pub enum View {
     },
 }
 
+/// Where an `apiKey` goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyLocation {
+    Header,
+    Query,
+    Cookie,
+}
+
+/// A security scheme, as far as visibility is concerned.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Scheme {
+    /// `oauth2`, `openIdConnect`, `http` `bearer`: a JWT.
+    Bearer,
+    /// `apiKey` of this name.
+    ApiKey { name: String, location: KeyLocation },
+    /// Another `http` scheme (`basic`, `digest`, …), lowercase.
+    Http(String),
+    /// `mutualTLS`: a client certificate the gateway never sees.
+    MutualTls,
+    /// Undefined in the document, or of a type nobody knows.
+    Unknown,
+}
+
+impl Scheme {
+    /// The scheme `name` in a document's security schemes.
+    pub fn resolve(name: &str, schemes: &Map<String, Value>) -> Scheme {
+        let Some(scheme) = schemes.get(name) else {
+            return Scheme::Unknown;
+        };
+        let text = |key: &str| scheme.get(key).and_then(Value::as_str).unwrap_or_default();
+        match text("type") {
+            "oauth2" | "openIdConnect" => Scheme::Bearer,
+            "http" if text("scheme").eq_ignore_ascii_case("bearer") => Scheme::Bearer,
+            "http" => Scheme::Http(text("scheme").to_ascii_lowercase()),
+            // Swagger 2.0.
+            "basic" => Scheme::Http("basic".to_string()),
+            "apiKey" => Scheme::ApiKey {
+                name: text("name").to_string(),
+                location: match text("in") {
+                    "query" => KeyLocation::Query,
+                    "cookie" => KeyLocation::Cookie,
+                    _ => KeyLocation::Header,
+                },
+            },
+            "mutualTLS" => Scheme::MutualTls,
+            _ => Scheme::Unknown,
+        }
+    }
+}
+
 /// The visibility rule of a tool.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Rule {
     Public,
     Policy(Policy),
-    /// Alternatives, each a set of schemes with required scopes.
-    Security(Vec<BTreeMap<String, Vec<String>>>),
+    /// Alternatives, each a set of schemes, each with required scopes.
+    Security(Vec<Vec<(Scheme, Vec<String>)>>),
 }
 
 impl Rule {
@@ -75,13 +149,37 @@ impl Rule {
         match &tool.operation.security {
             None => Rule::Public,
             Some(requirements)
-                if requirements.is_empty() || requirements.iter().any(BTreeMap::is_empty) =>
+                if requirements.is_empty() || requirements.iter().any(|r| r.is_empty()) =>
             {
                 Rule::Public
             }
-            Some(requirements) => Rule::Security(requirements.clone()),
+            Some(requirements) => {
+                let schemes = &tool.operation.security_schemes;
+                Rule::Security(
+                    requirements
+                        .iter()
+                        .map(|requirement| {
+                            requirement
+                                .iter()
+                                .map(|(name, scopes)| {
+                                    (Scheme::resolve(name, schemes), scopes.clone())
+                                })
+                                .collect()
+                        })
+                        .collect(),
+                )
+            }
         }
     }
+}
+
+/// Whether a caller satisfies a scheme or a requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Meets {
+    No,
+    /// Only the backend can tell.
+    Maybe,
+    Yes,
 }
 
 impl Caller {
@@ -114,28 +212,115 @@ impl Caller {
         if !self.rules_apply || *rule == Rule::Public {
             return View::Visible { uncertain: false };
         }
+        let meets = match rule {
+            Rule::Public => Meets::Yes,
+            Rule::Policy(policy) => self.meets_policy(policy),
+            Rule::Security(alternatives) => alternatives
+                .iter()
+                .map(|requirement| {
+                    requirement
+                        .iter()
+                        .map(|(scheme, scopes)| self.meets_scheme(scheme, scopes))
+                        .min()
+                        .unwrap_or(Meets::Yes)
+                })
+                .max()
+                .unwrap_or(Meets::No),
+        };
+        match meets {
+            Meets::Yes => View::Visible { uncertain: false },
+            Meets::Maybe => View::Visible { uncertain: true },
+            Meets::No => View::Hidden,
+        }
+    }
+
+    /// A policy reads the scopes and roles of every verified credential; a
+    /// caller with only unverifiable ones is uncertain.
+    fn meets_policy(&self, policy: &Policy) -> Meets {
         match self.credential {
-            Credential::Anonymous | Credential::Rejected => View::Hidden,
-            Credential::Uncertain => View::Visible { uncertain: true },
+            Credential::Anonymous | Credential::Rejected => Meets::No,
+            Credential::Uncertain => Meets::Maybe,
             Credential::Verified => {
-                let allowed = match rule {
-                    Rule::Public => true,
-                    Rule::Policy(policy) => {
-                        policy.any_scope.iter().any(|s| self.scopes.contains(s))
-                            || policy.any_role.iter().any(|r| self.roles.contains(r))
-                    }
-                    Rule::Security(requirements) => requirements.iter().any(|requirement| {
-                        requirement
-                            .values()
-                            .all(|scopes| scopes.iter().all(|s| self.scopes.contains(s)))
-                    }),
-                };
-                if allowed {
-                    View::Visible { uncertain: false }
+                if policy.any_scope.iter().any(|s| self.scopes.contains(s))
+                    || policy.any_role.iter().any(|r| self.roles.contains(r))
+                {
+                    Meets::Yes
                 } else {
-                    View::Hidden
+                    Meets::No
                 }
             }
         }
+    }
+
+    fn meets_scheme(&self, scheme: &Scheme, scopes: &[String]) -> Meets {
+        let covers = |have: &[String]| {
+            if scopes.iter().all(|s| have.contains(s)) {
+                Meets::Yes
+            } else {
+                Meets::No
+            }
+        };
+        match scheme {
+            Scheme::Bearer => match &self.jwt_scopes {
+                Some(have) => covers(have),
+                None if self.unverified_bearer => Meets::Maybe,
+                None => Meets::No,
+            },
+            Scheme::ApiKey { name, location } => {
+                if let Some(key) = &self.api_key
+                    && key.names.iter().any(|n| n.eq_ignore_ascii_case(name))
+                {
+                    return covers(&key.scopes);
+                }
+                let presented = match location {
+                    KeyLocation::Header => {
+                        self.headers.contains_key(name.as_str())
+                            && !self
+                                .rejected_key_headers
+                                .iter()
+                                .any(|h| h.eq_ignore_ascii_case(name))
+                    }
+                    // An agent cannot add a query parameter to the
+                    // backend call: only a configured key stands for one.
+                    KeyLocation::Query => false,
+                    KeyLocation::Cookie => self.has_cookie(name),
+                };
+                if presented { Meets::Maybe } else { Meets::No }
+            }
+            Scheme::Http(kind) => {
+                let presented = self
+                    .headers
+                    .get(axum::http::header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|text| text.split_whitespace().next())
+                    .is_some_and(|word| word.eq_ignore_ascii_case(kind));
+                if presented { Meets::Maybe } else { Meets::No }
+            }
+            Scheme::MutualTls | Scheme::Unknown => {
+                if self.presents_anything() {
+                    Meets::Maybe
+                } else {
+                    Meets::No
+                }
+            }
+        }
+    }
+
+    /// Whether the request carries any credential at all (valid or not
+    /// checkable; an invalid one does not count).
+    fn presents_anything(&self) -> bool {
+        matches!(
+            self.credential,
+            Credential::Verified | Credential::Uncertain
+        )
+    }
+
+    fn has_cookie(&self, name: &str) -> bool {
+        self.headers
+            .get_all(axum::http::header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|text| text.split(';'))
+            .any(|pair| pair.trim().split('=').next() == Some(name))
     }
 }

@@ -21,7 +21,7 @@ pub mod resource;
 
 use crate::config_error::ConfigError;
 use crate::settings::{AuthSettings, JwtSettings};
-use crate::visibility::{Caller, Credential};
+use crate::visibility::{ApiKeyIdentity, Caller, Credential};
 use axum::http::{HeaderMap, header};
 use jsonwebtoken::{Algorithm, Validation};
 use keys::{KeySet, VerifyingKey};
@@ -57,11 +57,24 @@ struct JwtVerifier {
 }
 
 struct ApiKey {
+    /// The request header carrying it, lowercase.
     header: String,
     secret: String,
     subject: String,
     scopes: Vec<String>,
     roles: Vec<String>,
+    /// The OpenAPI `apiKey` names it satisfies: its header and any
+    /// configured `names`.
+    names: Vec<String>,
+}
+
+/// A bearer token, judged.
+enum Bearer {
+    Verified(Value),
+    /// Opaque, or no verifier configured: the backend decides.
+    Unverifiable,
+    /// Fails verification (or is oversized): no credential.
+    Invalid,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -128,12 +141,15 @@ impl Authenticator {
                     key.key_env
                 )));
             }
+            let mut names = vec![key.header.clone()];
+            names.extend(key.names.iter().cloned());
             api_keys.push(ApiKey {
                 header: key.header.to_ascii_lowercase(),
                 secret,
                 subject: key.subject.clone(),
                 scopes: key.scopes.clone(),
                 roles: key.roles.clone(),
+                names,
             });
         }
         if let Some(resource) = &settings.resource
@@ -188,76 +204,99 @@ impl Authenticator {
         self.jwt.as_ref().and_then(|jwt| jwt.provider.as_ref())
     }
 
-    /// The caller a request's headers describe.
+    /// The caller a request's headers describe: a configured API key and
+    /// a bearer token are both looked at (a caller may present both, and
+    /// each satisfies the schemes of its own kind).
     pub async fn caller(&self, headers: &HeaderMap) -> Caller {
         let mut caller = Caller::anonymous();
         caller.rules_apply = self.configured;
         if !self.configured {
             return caller;
         }
+        let mut rejected = false;
+        let mut uncertain = false;
         for key in &self.api_keys {
-            if let Some(value) = headers.get(key.header.as_str()) {
-                if constant_time_eq(value.as_bytes(), key.secret.as_bytes()) {
-                    caller.credential = Credential::Verified;
-                    caller.subject = Some(key.subject.clone());
-                    caller.scopes = key.scopes.clone();
-                    caller.roles = key.roles.clone();
-                    return caller;
-                }
-                tracing::debug!(
-                    header = key.header,
-                    "API key not recognised; treated as no credential"
-                );
+            let Some(value) = headers.get(key.header.as_str()) else {
+                continue;
+            };
+            if caller.api_key.is_none() && constant_time_eq(value.as_bytes(), key.secret.as_bytes())
+            {
+                caller.subject = Some(key.subject.clone());
+                caller.scopes.extend(key.scopes.iter().cloned());
+                caller.roles.extend(key.roles.iter().cloned());
+                caller.api_key = Some(ApiKeyIdentity {
+                    names: key.names.clone(),
+                    scopes: key.scopes.clone(),
+                });
+            } else if !caller.rejected_key_headers.contains(&key.header) {
+                caller.rejected_key_headers.push(key.header.clone());
             }
+        }
+        if caller.api_key.is_none() && !caller.rejected_key_headers.is_empty() {
+            tracing::debug!("API key not recognised; treated as no credential");
+            rejected = true;
         }
         if let Some(authorization) = headers.get(header::AUTHORIZATION) {
             let text = authorization.to_str().unwrap_or_default();
             match text.split_once(' ') {
                 Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
-                    self.bearer(token.trim(), &mut caller).await;
+                    match self.bearer(token.trim()).await {
+                        Bearer::Verified(claims) => {
+                            if let Some(subject) = claims.get("sub").and_then(Value::as_str) {
+                                caller.subject = Some(subject.to_string());
+                            }
+                            let scopes = scopes_of(&claims);
+                            caller.scopes.extend(scopes.iter().cloned());
+                            caller.roles.extend(strings(claims.get("roles")));
+                            caller.jwt_scopes = Some(scopes);
+                        }
+                        Bearer::Unverifiable => {
+                            caller.unverified_bearer = true;
+                            uncertain = true;
+                        }
+                        Bearer::Invalid => rejected = true,
+                    }
                 }
-                _ => caller.credential = Credential::Uncertain,
+                // HTTP basic and other schemes: only the backend can judge.
+                _ => uncertain = true,
             }
-            return caller;
         }
         if headers.contains_key(header::COOKIE) {
-            caller.credential = Credential::Uncertain;
+            uncertain = true;
         }
+        caller.credential = if caller.api_key.is_some() || caller.jwt_scopes.is_some() {
+            Credential::Verified
+        } else if uncertain {
+            Credential::Uncertain
+        } else if rejected {
+            Credential::Rejected
+        } else {
+            Credential::Anonymous
+        };
         caller
     }
 
-    async fn bearer(&self, token: &str, caller: &mut Caller) {
+    /// What a bearer token amounts to.
+    async fn bearer(&self, token: &str) -> Bearer {
         let Some(jwt) = &self.jwt else {
-            caller.credential = Credential::Uncertain;
-            return;
+            return Bearer::Unverifiable;
         };
-        if token.split('.').count() != 3 || token.len() > MAX_TOKEN_BYTES {
-            // An opaque token: only the backend can judge it (an oversized
-            // one is not looked at).
-            if token.len() > MAX_TOKEN_BYTES {
-                tracing::debug!(
-                    bytes = token.len(),
-                    "bearer token longer than {MAX_TOKEN_BYTES} bytes; treated as no credential"
-                );
-                caller.credential = Credential::Rejected;
-            } else {
-                caller.credential = Credential::Uncertain;
-            }
-            return;
+        if token.len() > MAX_TOKEN_BYTES {
+            tracing::debug!(
+                bytes = token.len(),
+                "bearer token longer than {MAX_TOKEN_BYTES} bytes; treated as no credential"
+            );
+            return Bearer::Invalid;
+        }
+        if token.split('.').count() != 3 {
+            // An opaque token: only the backend can judge it.
+            return Bearer::Unverifiable;
         }
         match jwt.verify(token).await {
-            Ok(claims) => {
-                caller.credential = Credential::Verified;
-                caller.subject = claims
-                    .get("sub")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                caller.scopes = scopes_of(&claims);
-                caller.roles = strings(claims.get("roles"));
-            }
+            Ok(claims) => Bearer::Verified(claims),
             Err(why) => {
                 tracing::debug!("bearer token rejected ({why}); treated as no credential");
-                caller.credential = Credential::Rejected;
+                Bearer::Invalid
             }
         }
     }

@@ -12,7 +12,7 @@
 use crate::gateway::Gateway;
 use crate::mcp::jsonrpc::{INVALID_REQUEST, RpcError};
 use crate::reply::json_response;
-use crate::visibility::Rule;
+use crate::visibility::{Rule, Scheme};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -97,8 +97,13 @@ pub async fn metadata(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -
             Rule::Public => {}
             Rule::Policy(policy) => scopes.extend(policy.any_scope.iter().cloned()),
             Rule::Security(requirements) => {
+                // OAuth scopes only: those of schemes a token satisfies.
                 for requirement in requirements {
-                    scopes.extend(requirement.values().flatten().cloned());
+                    for (scheme, needed) in requirement {
+                        if *scheme == Scheme::Bearer {
+                            scopes.extend(needed.iter().cloned());
+                        }
+                    }
                 }
             }
         }
