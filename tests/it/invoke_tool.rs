@@ -748,12 +748,13 @@ async fn only_configured_headers_reach_the_backend() {
         "mcp-session-id",
     ];
 
-    // Default forwardHeaders: authorization only.
+    // No forwardHeaders, no backend.auth: nothing of the caller's, not
+    // even its Authorization (no token passthrough unless configured).
     let reply = invoke_with_headers(&s.gateway, json!({"name": "ping"}), &caller).await;
     assert!(!reply.is_error, "{}", reply.payload);
     let request = s.backend.last();
     assert_eq!(request.target, "/ping");
-    assert_eq!(request.header("authorization"), Some("Bearer caller-token"));
+    assert_eq!(request.header("authorization"), None);
     assert_eq!(request.header("x-tenant"), None);
     for name in never {
         assert_eq!(request.header(name), None, "{name} reached the backend");

@@ -5,6 +5,7 @@
 //! documents.
 
 mod backend;
+mod backend_credentials;
 mod boundaries;
 mod catalog_rules;
 mod check_cli;

@@ -250,6 +250,7 @@ const SHOP_SIDECAR: &str = r#"
 namespace: shop
 backend:
   baseUrl: BACKEND
+  auth: {mode: passthrough}
   headers:
     X-Static-Token: "${STATIC}"
 policies:
@@ -1467,7 +1468,7 @@ async fn invoke_sends_the_callers_authorization_and_static_headers_and_nothing_e
         "mcp-protocol-version",
     ];
 
-    // shop.yaml: forwardHeaders absent = authorization; one static header.
+    // shop.yaml: passthrough (the caller's Authorization); one static header.
     let answer = endpoint
         .ok(
             &everything_a_caller_sends,

@@ -41,8 +41,49 @@ pub struct BackendConfig {
     /// variables as `${NAME}`.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// Caller headers passed through; `["authorization"]` when absent.
+    /// Caller headers passed through (none when absent). The caller's
+    /// `Authorization` leaves only with `auth: {mode: passthrough}` (or
+    /// when listed here, which says the same).
     pub forward_headers: Option<Vec<String>>,
+    /// The credential the backend gets (none but static headers when
+    /// absent).
+    pub auth: Option<BackendAuth>,
+}
+
+/// How the gateway authenticates to a backend: never by handing on a token
+/// issued for itself, unless the operator says so (`passthrough`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BackendAuth {
+    pub mode: BackendAuthMode,
+    /// The authorization server's token endpoint (token exchange, client
+    /// credentials).
+    pub token_url: Option<String>,
+    pub client_id: Option<String>,
+    /// Environment variable holding the client secret.
+    pub client_secret_env: Option<String>,
+    /// `audience` asked for (RFC 8693; also sent with client credentials).
+    pub audience: Option<String>,
+    /// `resource` asked for (RFC 8707).
+    pub resource: Option<String>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+/// See [`BackendAuth`].
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase")]
+pub enum BackendAuthMode {
+    /// Static headers only.
+    #[default]
+    None,
+    /// The caller's `Authorization` as it came (refused for a JWT issued
+    /// for this gateway).
+    Passthrough,
+    /// RFC 8693: the caller's token exchanged for one for the backend.
+    TokenExchange,
+    /// The gateway's own client credentials (no user).
+    ClientCredentials,
 }
 
 /// Revision levels set by configuration; each wins over the document.
@@ -205,6 +246,9 @@ impl Sidecar {
                 });
             }
         }
+        if let Some(auth) = &self.backend.auth {
+            check_backend_auth(auth)?;
+        }
         for key in self.tools.keys().chain(self.revision.operations.keys()) {
             if parse_operation_key(key).is_none() {
                 return Err(ConfigError {
@@ -269,6 +313,50 @@ fn path_to_pointer(path: &str) -> String {
         pointer.push_str(&super::diagnostics::pointer_segment(segment));
     }
     pointer
+}
+
+/// What a backend credential mode needs: a token URL, a client id and
+/// the name of its secret's variable for the modes that ask a token
+/// endpoint; nothing else for the others.
+fn check_backend_auth(auth: &BackendAuth) -> Result<(), ConfigError> {
+    let error = |key: &str, message: String| ConfigError {
+        pointer: format!("/backend/auth/{key}"),
+        message,
+    };
+    let asks = matches!(
+        auth.mode,
+        BackendAuthMode::TokenExchange | BackendAuthMode::ClientCredentials
+    );
+    if !asks {
+        for (key, set) in [
+            ("tokenUrl", auth.token_url.is_some()),
+            ("clientId", auth.client_id.is_some()),
+            ("clientSecretEnv", auth.client_secret_env.is_some()),
+        ] {
+            if set {
+                return Err(error(
+                    key,
+                    format!("{key} is used only by tokenExchange and clientCredentials"),
+                ));
+            }
+        }
+        return Ok(());
+    }
+    match &auth.token_url {
+        Some(url) if url.starts_with("https://") || url.starts_with("http://") => {}
+        Some(url) => return Err(error("tokenUrl", format!("'{url}' is not an http(s) URL"))),
+        None => return Err(error("tokenUrl", "tokenUrl is required".to_string())),
+    }
+    if auth.client_id.as_deref().is_none_or(str::is_empty) {
+        return Err(error("clientId", "clientId is required".to_string()));
+    }
+    if auth.client_secret_env.as_deref().is_none_or(str::is_empty) {
+        return Err(error(
+            "clientSecretEnv",
+            "clientSecretEnv (the environment variable holding the secret) is required".to_string(),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

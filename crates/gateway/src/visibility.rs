@@ -57,6 +57,9 @@ pub struct Caller {
     pub api_key: Option<ApiKeyIdentity>,
     /// A bearer token that could not be checked (opaque, or no verifier).
     pub unverified_bearer: bool,
+    /// The verified JWT was issued for this gateway (`[auth.jwt]
+    /// audience`): it is never handed on to a backend.
+    pub token_for_gateway: bool,
     /// Headers that carried a configured API key with a wrong value (not
     /// a credential the backend might take: an invalid one).
     pub rejected_key_headers: Vec<String>,

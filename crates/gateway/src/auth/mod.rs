@@ -249,6 +249,8 @@ impl Authenticator {
                             caller.scopes.extend(scopes.iter().cloned());
                             caller.roles.extend(strings(claims.get("roles")));
                             caller.jwt_scopes = Some(scopes);
+                            caller.token_for_gateway =
+                                self.jwt.as_ref().is_some_and(|jwt| jwt.audience.is_some());
                         }
                         Bearer::Unverifiable => {
                             caller.unverified_bearer = true;

@@ -7,6 +7,7 @@
 //! the request may have reached the backend, because that decides whether
 //! retrying is safe.
 
+pub mod credentials;
 pub mod request;
 pub mod response;
 
@@ -33,6 +34,8 @@ pub enum Failure {
 pub struct Client {
     http: reqwest::Client,
     pub max_response_bytes: usize,
+    /// Backend credentials other than the caller's own (`backend.auth`).
+    pub credentials: credentials::Credentials,
 }
 
 impl Client {
@@ -49,6 +52,7 @@ impl Client {
         Ok(Client {
             http,
             max_response_bytes,
+            credentials: credentials::Credentials::new()?,
         })
     }
 

@@ -41,6 +41,8 @@ pub enum Code {
     BackendStatus,
     BackendUnavailable,
     BackendTimeout,
+    /// No credential could be had for the backend (`backend.auth`).
+    BackendCredentials,
     InternalError,
 }
 
@@ -55,6 +57,7 @@ impl Code {
             Code::BackendStatus => "backend_status",
             Code::BackendUnavailable => "backend_unavailable",
             Code::BackendTimeout => "backend_timeout",
+            Code::BackendCredentials => "backend_credentials",
             Code::InternalError => "internal_error",
         }
     }

@@ -210,7 +210,33 @@ async fn dispatch(
         Ok(url) => url,
         Err(message) => return ToolAnswer::fail(Code::InternalError, message, false, Map::new()),
     };
-    let headers = match outgoing_headers(context, tool) {
+    let backend = &tool.operation.backend;
+    let forwards_authorization = backend
+        .forward_headers
+        .iter()
+        .flatten()
+        .any(|name| name.eq_ignore_ascii_case("authorization"));
+    let authorization = match context
+        .backend
+        .credentials
+        .authorization(
+            backend.auth.as_ref(),
+            forwards_authorization,
+            context.caller,
+        )
+        .await
+    {
+        Ok(authorization) => authorization,
+        Err(why) => {
+            return ToolAnswer::fail(
+                Code::BackendCredentials,
+                why.message,
+                why.retryable,
+                Map::from_iter([("mayHaveReachedBackend".to_string(), json!(false))]),
+            );
+        }
+    };
+    let headers = match outgoing_headers(context, tool, authorization) {
         Ok(headers) => headers,
         Err(message) => return ToolAnswer::fail(Code::InternalError, message, false, Map::new()),
     };
@@ -284,18 +310,24 @@ fn base_url(tool: &Tool, self_url: Option<&str>) -> Result<String, String> {
     Ok(url.trim_end_matches('/').to_string())
 }
 
-/// The caller's forwarded headers (only those configured) and the
-/// sidecar's static headers.
-fn outgoing_headers(context: &Context, tool: &Tool) -> Result<Vec<(String, String)>, String> {
+/// The backend's `Authorization` ([`crate::backend::credentials`]), the
+/// caller's forwarded headers (only those configured; `Authorization` is
+/// never taken from the caller here) and the sidecar's static headers.
+fn outgoing_headers(
+    context: &Context,
+    tool: &Tool,
+    authorization: Option<String>,
+) -> Result<Vec<(String, String)>, String> {
     let backend = &tool.operation.backend;
-    let default_forward = ["authorization".to_string()];
-    let forward = backend
-        .forward_headers
-        .as_deref()
-        .unwrap_or(&default_forward);
-    let mut headers = Vec::new();
-    for name in forward {
+    let mut headers: Vec<(String, String)> = authorization
+        .map(|value| ("authorization".to_string(), value))
+        .into_iter()
+        .collect();
+    for name in backend.forward_headers.iter().flatten() {
         let name = name.to_ascii_lowercase();
+        if name == "authorization" {
+            continue;
+        }
         for value in context.caller.headers.get_all(name.as_str()) {
             if let Ok(text) = value.to_str() {
                 headers.push((name.clone(), text.to_string()));
