@@ -224,6 +224,19 @@ async fn each_scheme_is_met_only_by_a_credential_of_its_kind() {
             &["open"],
             &[],
         ),
+        // Malformed: as no credential (nothing uncertain).
+        (
+            "Bearer without a token",
+            vec![("authorization", "Bearer ".to_string())],
+            &["open"],
+            &[],
+        ),
+        (
+            "a non-ASCII Authorization",
+            vec![("authorization", "Bearer jéton".to_string())],
+            &["open"],
+            &[],
+        ),
     ];
     for (label, creds, sure, unsure) in &cases {
         let expected: BTreeMap<String, bool> = sure

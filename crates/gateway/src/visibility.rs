@@ -41,8 +41,9 @@ pub struct ApiKeyIdentity {
     pub scopes: Vec<String>,
 }
 
-/// The identity a request carries.
-#[derive(Debug, Clone, Default)]
+/// The identity a request carries. Its `Debug` shows header names only:
+/// the headers hold tokens and keys.
+#[derive(Clone, Default)]
 pub struct Caller {
     /// Whether visibility rules apply at all (`[auth]` configured).
     pub rules_apply: bool,
@@ -68,6 +69,25 @@ pub struct Caller {
     pub headers: axum::http::HeaderMap,
     /// The peer address, which keys anonymous callers' stream limits.
     pub address: Option<std::net::IpAddr>,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let header_names: Vec<&str> = self.headers.keys().map(|name| name.as_str()).collect();
+        f.debug_struct("Caller")
+            .field("rules_apply", &self.rules_apply)
+            .field("credential", &self.credential)
+            .field("subject", &self.subject)
+            .field("scopes", &self.scopes)
+            .field("roles", &self.roles)
+            .field("jwt_scopes", &self.jwt_scopes)
+            .field("api_key", &self.api_key)
+            .field("unverified_bearer", &self.unverified_bearer)
+            .field("token_for_gateway", &self.token_for_gateway)
+            .field("header_names", &header_names)
+            .field("address", &self.address)
+            .finish()
+    }
 }
 
 /// What a caller may know of one tool.
@@ -325,5 +345,49 @@ impl Caller {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|text| text.split(';'))
             .any(|pair| pair.trim().split('=').next() == Some(name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_callers_debug_never_shows_header_values() {
+        let mut caller = Caller::anonymous();
+        caller.headers.insert(
+            "authorization",
+            "Bearer secret-token-value".parse().unwrap(),
+        );
+        let shown = format!("{caller:?}");
+        assert!(shown.contains("authorization"), "{shown}");
+        assert!(!shown.contains("secret-token-value"), "{shown}");
+    }
+
+    #[test]
+    fn schemes_resolve_from_each_dialect() {
+        let schemes: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "o": {"type": "oauth2"}, "oidc": {"type": "openIdConnect"},
+            "b": {"type": "http", "scheme": "Bearer"}, "basic": {"type": "http", "scheme": "Basic"},
+            "v2basic": {"type": "basic"}, "k": {"type": "apiKey", "in": "cookie", "name": "sid"},
+            "m": {"type": "mutualTLS"}, "odd": {"type": "magic"}
+        }))
+        .unwrap();
+        let resolve = |name: &str| Scheme::resolve(name, &schemes);
+        assert_eq!(resolve("o"), Scheme::Bearer);
+        assert_eq!(resolve("oidc"), Scheme::Bearer);
+        assert_eq!(resolve("b"), Scheme::Bearer);
+        assert_eq!(resolve("basic"), Scheme::Http("basic".to_string()));
+        assert_eq!(resolve("v2basic"), Scheme::Http("basic".to_string()));
+        assert_eq!(
+            resolve("k"),
+            Scheme::ApiKey {
+                name: "sid".to_string(),
+                location: KeyLocation::Cookie
+            }
+        );
+        assert_eq!(resolve("m"), Scheme::MutualTls);
+        assert_eq!(resolve("odd"), Scheme::Unknown);
+        assert_eq!(resolve("missing"), Scheme::Unknown);
     }
 }

@@ -237,9 +237,20 @@ impl Authenticator {
             rejected = true;
         }
         if let Some(authorization) = headers.get(header::AUTHORIZATION) {
-            let text = authorization.to_str().unwrap_or_default();
-            match text.split_once(' ') {
-                Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+            // Not visible ASCII, or a bearer scheme without a token: a
+            // malformed credential, no credential at all.
+            let text = authorization.to_str().unwrap_or_default().trim();
+            let (scheme, token) = text.split_once(' ').unwrap_or((text, ""));
+            match scheme {
+                "" => {
+                    tracing::debug!("unreadable Authorization header; treated as no credential");
+                    rejected = true;
+                }
+                _ if scheme.eq_ignore_ascii_case("bearer") && token.trim().is_empty() => {
+                    tracing::debug!("bearer scheme without a token; treated as no credential");
+                    rejected = true;
+                }
+                _ if scheme.eq_ignore_ascii_case("bearer") => {
                     match self.bearer(token.trim()).await {
                         Bearer::Verified(claims) => {
                             if let Some(subject) = claims.get("sub").and_then(Value::as_str) {
