@@ -50,8 +50,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "support/agent_tasks.rs"]
+mod agent_tasks;
 #[path = "../tests/it/corpus.rs"]
 mod corpus;
+use agent_tasks::agent_sentences;
 #[path = "support/edit.rs"]
 mod edit;
 use edit::edit_first_operation;
@@ -134,19 +137,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 /// task sets' sentences, each asked `RELOAD_SEARCH_ROUNDS` (20) times.
 fn search_latency(catalog: &Catalog, vectors: Option<&ToolVectors>) {
     let rounds = env_number("RELOAD_SEARCH_ROUNDS", 20) as usize;
-    let mut queries = Vec::new();
-    for set in ["agent-tasks-holdout.tsv", "agent-tasks-tune.tsv"] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data")
-            .join(set);
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        queries.extend(
-            text.lines()
-                .skip(1)
-                .filter_map(|line| line.split('\t').next())
-                .map(str::to_string),
-        );
-    }
+    let queries = agent_sentences();
     let index = catalog.search_index();
     let mut times = Vec::with_capacity(queries.len() * rounds);
     for _ in 0..rounds {

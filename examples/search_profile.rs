@@ -5,8 +5,12 @@
 
 use sezzlee_catalog::search::query_keywords;
 use sezzlee_catalog::{BuildOptions, Catalog, Sources};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
+
+#[path = "../benches/support/agent_tasks.rs"]
+mod agent_tasks;
+use agent_tasks::agent_sentences;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -20,19 +24,7 @@ fn main() {
     drop(sources);
     let index = catalog.search_index();
     index.prepare_common();
-    let mut queries = Vec::new();
-    for set in ["agent-tasks-holdout.tsv", "agent-tasks-tune.tsv"] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data")
-            .join(set);
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        queries.extend(
-            text.lines()
-                .skip(1)
-                .filter_map(|l| l.split('\t').next())
-                .map(str::to_string),
-        );
-    }
+    let queries = agent_sentences();
     eprintln!(
         "{} tools, {} queries; ranking",
         catalog.tools().len(),

@@ -329,15 +329,7 @@ async fn keys_found_through_discovery_verify_every_signing_algorithm() {
     assert_eq!(keys["jwksUri"], format!("{}/keys", provider.issuer));
     assert_eq!(keys["refreshFailing"], false);
     assert!(keys["lastRefreshAtUnixMs"].as_u64().is_some(), "{status}");
-    let metrics = gateway
-        .client
-        .get(format!("{}/metrics", gateway.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gateway.metrics().await;
     assert!(
         metrics.contains("\nsezzlee_auth_provider_keys 4\n"),
         "{metrics}"

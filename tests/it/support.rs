@@ -642,6 +642,19 @@ impl TestGateway {
         (server, reloader, watcher)
     }
 
+    /// `GET /metrics`, the Prometheus text.
+    pub async fn metrics(&self) -> String {
+        let response = self
+            .client
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .expect("request sent");
+        let reply = into_reply(response).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.text
+    }
+
     /// `GET /status`, which must answer 200 with JSON.
     pub async fn status(&self) -> Value {
         let response = self

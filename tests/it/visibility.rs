@@ -1737,15 +1737,7 @@ async fn status_and_metrics_never_show_a_secret() {
     .await;
     // …and never shows.
     let status = gateway.status().await.to_string();
-    let metrics = gateway
-        .client
-        .get(format!("{}/metrics", gateway.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gateway.metrics().await;
     let debug = format!("{:?} {:?}", gateway.gateway.auth, gateway.gateway.settings);
     for secret in [STATUS_SECRET.1, STATUS_KEY.1] {
         assert!(!status.contains(secret), "/status shows a secret: {status}");
