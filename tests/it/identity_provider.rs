@@ -580,3 +580,37 @@ async fn no_auth_means_no_metadata() {
         .unwrap();
     assert_eq!(response.status(), 404);
 }
+
+#[tokio::test]
+async fn the_metadata_scopes_follow_a_reload() {
+    let key = ec_key("k");
+    let provider = Provider::start(jwks(&[&key])).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("orders.json"), ORDERS).unwrap();
+    let mut settings = test_settings(dir.path());
+    settings.auth = Some(provider_auth(&provider.issuer, |_| {}));
+    let catalogs = dir.path().to_path_buf();
+    let (gateway, reloader, _watcher) = TestGateway::start_reloading(settings, Some(dir)).await;
+    let scopes = || async {
+        let url = format!("{}/.well-known/oauth-protected-resource", gateway.base);
+        let document: Value = gateway
+            .client
+            .get(url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        document["scopes_supported"].clone()
+    };
+    assert_eq!(scopes().await, json!(["orders:read"]));
+    let more = ORDERS.replace(
+        r#"[{"idp": ["orders:read"]}]"#,
+        r#"[{"idp": ["orders:read", "orders:audit"]}]"#,
+    );
+    assert_ne!(more, ORDERS);
+    std::fs::write(catalogs.join("orders.json"), more).unwrap();
+    reloader.rescan().await;
+    assert_eq!(scopes().await, json!(["orders:audit", "orders:read"]));
+}
