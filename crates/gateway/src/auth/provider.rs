@@ -183,14 +183,7 @@ impl ProviderKeys {
                 record.last_success = Some(SystemTime::now());
                 record.last_error = None;
                 record.consecutive_failures = 0;
-                // The configured interval is the longest a set is kept; a
-                // provider's shorter max-age (not below a floor) wins.
-                let wait = match max_age {
-                    Some(age) => age
-                        .clamp(MIN_MAX_AGE, MAX_MAX_AGE)
-                        .min(self.timing.refresh_interval),
-                    None => self.timing.refresh_interval,
-                };
+                let wait = keep_for(max_age, self.timing.refresh_interval);
                 record.next_refresh = Some(Instant::now() + wait);
                 tracing::info!(
                     keys = count,
@@ -385,6 +378,16 @@ fn without_url(error: &reqwest::Error) -> String {
     }
 }
 
+/// How long a fetched key set is used: the configured interval at most; a
+/// provider's shorter `max-age` wins, though never below a floor (so a
+/// `no-cache` provider is not fetched on every request).
+fn keep_for(max_age: Option<Duration>, interval: Duration) -> Duration {
+    match max_age {
+        Some(age) => age.clamp(MIN_MAX_AGE, MAX_MAX_AGE).min(interval),
+        None => interval,
+    }
+}
+
 /// `max-age` of a `Cache-Control` value (`no-store`/`no-cache` count as 0).
 fn max_age(value: &str) -> Option<Duration> {
     let mut age = None;
@@ -418,6 +421,21 @@ mod tests {
         assert_eq!(max_age("no-store"), Some(Duration::ZERO));
         assert_eq!(max_age("public"), None);
         assert_eq!(max_age("max-age=soon"), None);
+    }
+
+    #[test]
+    fn a_key_set_is_kept_for_the_shorter_of_max_age_and_the_interval() {
+        let five_minutes = Duration::from_secs(300);
+        assert_eq!(keep_for(None, five_minutes), five_minutes);
+        assert_eq!(
+            keep_for(Some(Duration::from_secs(3600)), five_minutes),
+            five_minutes
+        );
+        assert_eq!(
+            keep_for(Some(Duration::from_secs(120)), five_minutes),
+            Duration::from_secs(120)
+        );
+        assert_eq!(keep_for(Some(Duration::ZERO), five_minutes), MIN_MAX_AGE);
     }
 
     #[test]
