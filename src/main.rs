@@ -54,6 +54,19 @@ enum Command {
     },
     /// An MCP client: `sezzlee client URL discover|tools|call|search|load|invoke|listen`.
     Client(Box<commands::client::ClientArgs>),
+    /// Exit 0 when the gateway on this machine answers /healthz with 200
+    /// (a container HEALTHCHECK; no shell or curl needed).
+    Health {
+        /// The address the gateway listens on (0.0.0.0 is asked on loopback).
+        #[arg(long, env = "SEZZLEE_LISTEN", default_value = "127.0.0.1:8080")]
+        listen: String,
+        /// The path to ask.
+        #[arg(long, default_value = "/healthz")]
+        path: String,
+        /// Give up after this many milliseconds.
+        #[arg(long, default_value_t = 2000)]
+        timeout_ms: u64,
+    },
     /// Mint an HS256 JWT for trying per-caller visibility locally.
     Token {
         /// Environment variable holding the HS256 secret.
@@ -176,6 +189,11 @@ fn main() -> ExitCode {
             Some(tasks) => commands::check::run_search_tasks(&dir, &tasks, search_model.as_deref()),
             None => commands::check::run(&dir, emit, response_budget),
         },
+        Command::Health {
+            listen,
+            path,
+            timeout_ms,
+        } => commands::health::run(&listen, &path, std::time::Duration::from_millis(timeout_ms)),
         Command::Token {
             secret_env,
             sub,

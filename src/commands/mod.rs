@@ -1,8 +1,9 @@
 //! The commands of the `sezzlee` binary that print: `check` (and its
-//! `--search-tasks` report), `client` and `token`. `serve` is the gateway
+//! `--search-tasks` report), `client`, `health` and `token`. `serve` is the gateway
 //! crate's `server::run`.
 
 pub mod check;
 pub mod client;
+pub mod health;
 pub mod search_tasks;
 pub mod token;
