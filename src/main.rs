@@ -2,9 +2,10 @@
 //! and output in `commands`, everything else in the workspace's crates.
 
 mod commands;
+mod telemetry;
 
 use clap::{Args, Parser, Subcommand};
-use sezzlee_gateway::settings::{LogFormat, Overrides, Settings};
+use sezzlee_gateway::settings::{Overrides, Settings};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -149,6 +150,14 @@ struct ServeArgs {
     /// Serve the built-in demo backend under /demo [default: true].
     #[arg(long, env = "SEZZLEE_DEMO_BACKEND")]
     demo_backend: Option<bool>,
+    /// Export traces over OTLP/HTTP to this URL (such as
+    /// http://collector:4318/v1/traces) [default: none, no export].
+    #[arg(long, env = "SEZZLEE_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
+    /// Share of new traces exported, 0 to 1 (a caller's sampled flag is
+    /// followed) [default: 1].
+    #[arg(long, env = "SEZZLEE_TRACE_SAMPLE_RATIO", default_value_t = 1.0)]
+    trace_sample_ratio: f64,
 }
 
 impl ServeArgs {
@@ -219,7 +228,17 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            init_logging(settings.log_format);
+            let traces = match telemetry::init(
+                settings.log_format,
+                args.otlp_endpoint.as_deref(),
+                args.trace_sample_ratio,
+            ) {
+                Ok(traces) => traces,
+                Err(err) => {
+                    eprintln!("sezzlee serve: {err}");
+                    return ExitCode::from(2);
+                }
+            };
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -230,19 +249,13 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            runtime.block_on(sezzlee_gateway::server::run(settings))
+            let code = runtime.block_on(sezzlee_gateway::server::run(settings));
+            if let Some(traces) = traces
+                && let Err(err) = traces.shutdown()
+            {
+                eprintln!("sezzlee serve: the last traces were not exported: {err}");
+            }
+            code
         }
-    }
-}
-
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
     }
 }

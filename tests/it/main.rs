@@ -24,5 +24,6 @@ mod real_catalogs;
 mod rmcp_client;
 mod semantic;
 mod support;
+mod traces;
 mod visibility;
 mod visibility_schemes;

@@ -20,5 +20,6 @@ pub mod settings;
 pub mod status;
 pub mod store;
 pub mod streams;
+pub mod telemetry;
 pub mod tools;
 pub mod visibility;

@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use tracing::Instrument;
 
 pub(crate) async fn post_mcp(
     State(gateway): State<Arc<Gateway>>,
@@ -72,6 +73,30 @@ pub(crate) async fn post_mcp(
             return json_response(error.status, &error.body(id.as_ref()));
         }
     };
+    let span = tracing::info_span!(
+        "mcp.request",
+        mcp.method.name = %message.method,
+        gen_ai.tool.name = tracing::field::Empty,
+    );
+    if let Some(tool) = message.params.get("name").and_then(Value::as_str)
+        && message.method == "tools/call"
+    {
+        span.record("gen_ai.tool.name", tool);
+    }
+    crate::telemetry::adopt_parent(&span, &headers);
+    serve_message(gateway, peer, headers, message)
+        .instrument(span)
+        .await
+}
+
+/// A parsed message from a caller: identified, refused when `auth.required`
+/// says so, then served in its era.
+async fn serve_message(
+    gateway: Arc<Gateway>,
+    peer: SocketAddr,
+    headers: HeaderMap,
+    message: super::jsonrpc::Incoming,
+) -> Response {
     let mut caller = gateway.auth.caller(&headers).await;
     if let Some(refusal) = gateway.auth.refusal(&caller, &headers) {
         return crate::auth::resource::challenge(&gateway, &headers, refusal);

@@ -249,8 +249,27 @@ async fn dispatch(
         .backend
         .timeout_ms
         .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+    let span = tracing::info_span!(
+        "backend.call",
+        http.request.method = %outgoing.method,
+        gen_ai.tool.name = %tool.name,
+    );
+    let mut outgoing = outgoing;
+    for (name, value) in crate::telemetry::outgoing(&span, &context.caller.headers) {
+        outgoing
+            .headers
+            .retain(|(existing, _)| !existing.eq_ignore_ascii_case(&name));
+        outgoing.headers.push((name, value));
+    }
     let started = std::time::Instant::now();
-    let result = context.backend.send(outgoing, timeout).await;
+    let result = {
+        use tracing::Instrument;
+        context
+            .backend
+            .send(outgoing, timeout)
+            .instrument(span)
+            .await
+    };
     tracing::debug!(
         tool = tool.name,
         elapsed_ms = started.elapsed().as_millis() as u64,

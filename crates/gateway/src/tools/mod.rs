@@ -275,11 +275,22 @@ fn rules_of(
 }
 
 /// Runs one of the three tools.
+/// Runs one of the three tools, in a span of its name (a child of the
+/// request's; see [`crate::telemetry`]).
 pub async fn call(context: &Context<'_>, tool: ToolName, arguments: &Value) -> ToolAnswer {
+    use tracing::Instrument;
     match tool {
-        ToolName::SearchTools => search::run(context, arguments),
-        ToolName::LoadTool => load::run(context, arguments),
-        ToolName::InvokeTool => invoke::run(context, arguments).await,
+        ToolName::SearchTools => {
+            tracing::info_span!("search_tools").in_scope(|| search::run(context, arguments))
+        }
+        ToolName::LoadTool => {
+            tracing::info_span!("load_tool").in_scope(|| load::run(context, arguments))
+        }
+        ToolName::InvokeTool => {
+            invoke::run(context, arguments)
+                .instrument(tracing::info_span!("invoke_tool"))
+                .await
+        }
     }
 }
 
