@@ -172,12 +172,14 @@ fn main() {
     let served = load_graph();
     let caller = Caller::anonymous();
     let backend = Client::new(DEFAULT_MAX_RESPONSE_BYTES).expect("a backend client");
+    let metrics = sezzlee_gateway::metrics::Metrics::default();
     let context = Context {
         served: &served,
         caller: &caller,
         budget: Settings::default().response_budget,
         backend: &backend,
         self_url: None,
+        metrics: &metrics,
     };
     assert!(
         caller.sees_everything(),

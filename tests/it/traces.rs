@@ -1,4 +1,4 @@
-//! Traces (issue 17): a caller's W3C `traceparent` reaches the recording
+//! Traces and request metrics (issue 17): a caller's W3C `traceparent` reaches the recording
 //! backend in the same trace, both without export (passed on as it came)
 //! and with `sezzlee serve --otlp-endpoint` (a child of the backend-call
 //! span), and the spans arrive at an OTLP/HTTP receiver started here, which
@@ -71,6 +71,18 @@ async fn without_export_the_callers_trace_context_reaches_the_backend_as_sent() 
     invoke_traced(&gateway.url, "00-xyz").await;
     assert_eq!(backend.last().all("traceparent"), Vec::<&str>::new());
     assert_eq!(backend.last().all("tracestate"), Vec::<&str>::new());
+
+    // Both calls counted and timed, by tool, target and outcome.
+    let metrics = gateway.metrics().await;
+    for line in [
+        "sezzlee_tool_calls_total{tool=\"invoke_tool\",outcome=\"ok\"} 2",
+        "sezzlee_tool_call_seconds_count{tool=\"invoke_tool\"} 2",
+        "sezzlee_backend_calls_total{outcome=\"2xx\"} 2",
+        "sezzlee_backend_call_seconds_count{backend=\"all\"} 2",
+        "sezzlee_invocations_total{tool=\"get_traced\",outcome=\"ok\"} 2",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line}\n{metrics}");
+    }
 }
 
 // ------------------------------------------------------------ OTLP receiver

@@ -58,6 +58,8 @@ pub struct Gateway {
     pub self_url: std::sync::OnceLock<String>,
     /// Flips to `true` once shutdown begins.
     pub shutdown: watch::Sender<bool>,
+    /// Calls of the tools and the backends, counted and timed.
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl Gateway {
@@ -94,6 +96,7 @@ impl Gateway {
             streams: Arc::new(Registry::default()),
             shutdown,
             self_url: std::sync::OnceLock::new(),
+            metrics: crate::metrics::Metrics::default(),
         }))
     }
 

@@ -12,6 +12,7 @@ pub mod config_error;
 pub mod demo;
 pub mod gateway;
 pub mod mcp;
+pub mod metrics;
 pub mod reload;
 pub mod reply;
 pub mod router;

@@ -194,6 +194,7 @@ pub async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
             );
         }
     }
+    gateway.metrics.write(&mut out);
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

@@ -62,6 +62,7 @@ pub async fn tools_call(
         budget: gateway.settings.response_budget,
         backend: &gateway.backend,
         self_url: gateway.self_url.get().map(String::as_str),
+        metrics: &gateway.metrics,
     };
     let answer = tools::call(&context, tool, arguments).await;
     Ok(call_tool_result(answer))

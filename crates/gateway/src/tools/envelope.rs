@@ -47,6 +47,20 @@ pub enum Code {
 }
 
 impl Code {
+    /// Every code, in a fixed order (metrics count by it).
+    pub const ALL: [Code; 10] = [
+        Code::InvalidType,
+        Code::InvalidArguments,
+        Code::UnknownTool,
+        Code::ToolChanged,
+        Code::ResponseTooLarge,
+        Code::BackendStatus,
+        Code::BackendUnavailable,
+        Code::BackendTimeout,
+        Code::BackendCredentials,
+        Code::InternalError,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Code::InvalidType => "invalid_type",

@@ -13,6 +13,7 @@ use super::load::find_visible;
 use crate::backend::request::{self, Problem};
 use crate::backend::response::BackendResponse;
 use crate::backend::{DEFAULT_TIMEOUT, Failure, expand_env};
+use crate::metrics::BackendOutcome;
 use serde_json::{Map, Value, json};
 use sezzlee_catalog::Tool;
 use sezzlee_json::kind_of;
@@ -37,6 +38,24 @@ pub async fn run(context: &Context<'_>, arguments: &Value) -> ToolAnswer {
     let Some((tool, _)) = find_visible(context, name) else {
         return unknown_tool(name);
     };
+    let answer = invoke_visible(context, tool, name, arguments).await;
+    context.metrics.invoked(
+        &tool.name,
+        &tool.document,
+        context.served.catalog.tools().len(),
+        answer.code(),
+    );
+    answer
+}
+
+/// The rest of invoke_tool once the tool is known and visible: arguments,
+/// the version pin, validation, the call.
+async fn invoke_visible(
+    context: &Context<'_>,
+    tool: &Tool,
+    name: &str,
+    arguments: &Value,
+) -> ToolAnswer {
     let call_arguments = match coerce_arguments(name, arguments.get("arguments")) {
         Ok(call_arguments) => call_arguments,
         Err(answer) => return answer,
@@ -270,6 +289,12 @@ async fn dispatch(
             .instrument(span)
             .await
     };
+    let outcome = match &result {
+        Ok(response) => BackendOutcome::Status(response.status),
+        Err(Failure::Unavailable { .. }) => BackendOutcome::Unavailable,
+        Err(Failure::Timeout { .. }) => BackendOutcome::Timeout,
+    };
+    context.metrics.backend_call(outcome, started.elapsed());
     tracing::debug!(
         tool = tool.name,
         elapsed_ms = started.elapsed().as_millis() as u64,

@@ -67,6 +67,8 @@ pub struct Context<'a> {
     pub backend: &'a crate::backend::Client,
     /// The gateway's own address, for `${SEZZLEE_SELF}` in backend URLs.
     pub self_url: Option<&'a str>,
+    /// Where calls are counted and timed.
+    pub metrics: &'a crate::metrics::Metrics,
 }
 
 /// Per-catalog data computed once, off the request path.
@@ -279,7 +281,13 @@ fn rules_of(
 /// request's; see [`crate::telemetry`]).
 pub async fn call(context: &Context<'_>, tool: ToolName, arguments: &Value) -> ToolAnswer {
     use tracing::Instrument;
-    match tool {
+    let started = std::time::Instant::now();
+    let index = match tool {
+        ToolName::SearchTools => 0,
+        ToolName::LoadTool => 1,
+        ToolName::InvokeTool => 2,
+    };
+    let answer = match tool {
         ToolName::SearchTools => {
             tracing::info_span!("search_tools").in_scope(|| search::run(context, arguments))
         }
@@ -291,7 +299,11 @@ pub async fn call(context: &Context<'_>, tool: ToolName, arguments: &Value) -> T
                 .instrument(tracing::info_span!("invoke_tool"))
                 .await
         }
-    }
+    };
+    context
+        .metrics
+        .tool_call(index, answer.code(), started.elapsed());
+    answer
 }
 
 /// The three definitions, stamped with `generation`.
