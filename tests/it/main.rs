@@ -13,6 +13,7 @@ mod client_cli;
 mod client_gateway;
 mod compaction;
 mod corpus;
+mod deploy_manifests;
 mod health_cli;
 mod identity_provider;
 mod incremental;
