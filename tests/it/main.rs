@@ -23,6 +23,7 @@ mod live_reload;
 mod mcp_endpoint;
 mod real_catalogs;
 mod rmcp_client;
+mod rolling_update;
 mod semantic;
 mod support;
 mod traces;
