@@ -29,6 +29,25 @@
 //!     (JSON-RPC, `_meta` and header checks, validation, dispatch, the
 //!     result envelope), separated from the hop.
 //!
+//! (g) invoke_tool get_order against the same backend request (`GET
+//!     /demo/orders/1`) sent through nginx (`proxy_pass` to an upstream
+//!     with keep-alive connections, HTTP/1.1, `Connection ""`, one worker
+//!     per core): the gateway against the proxy a production user would
+//!     otherwise put in front of the backend. Target: p50 invoke/nginx
+//!     ≤ 1.2. The backend of (g), (h) and (i) is a real HTTP server apart
+//!     from the gateway: the demo backend's routes served by the bench on
+//!     a tokio runtime of its own (as another process would be), which the
+//!     gateway calls through a catalog (the shipped `orders.yaml`, and
+//!     `slow.yaml`) whose sidecars point at it. Without nginx
+//!     (`SEZZLEE_TEST_NGINX`, else `nginx` on `PATH` or in `/usr/sbin`),
+//!     (g) and (i) are skipped, saying so.
+//! (h) invoke_tool `slow_echo {"id": 1}` against calling that backend
+//!     directly (`GET /slow/1`), a route that sleeps 1 ms
+//!     (`tokio::time::sleep`) before answering: the gateway's cost beside
+//!     a backend that does some work. Target: p50 invoke/direct ≤ 1.1.
+//! (i) the floor of (g): the nginx hop against the direct call to the same
+//!     backend — what nginx itself adds per request (no target).
+//!
 //! Each comparison runs at 1 and at 16 concurrent callers. The compared
 //! workloads alternate in rounds (A B, then B A, …) so that the noise of a
 //! shared machine hits both; each round also gives its own p50 ratio, and
@@ -45,7 +64,7 @@
 //! - `HTTP_BENCH_CONCURRENCY` (default `1,16`): caller counts;
 //! - `HTTP_BENCH_MAX_SECS` (default 100): no new round starts after this;
 //! - `HTTP_BENCH_SERVER_THREADS` (default: the number of cores);
-//! - `HTTP_BENCH_ONLY` (`a` … `f` or a comma list such as `b,c,d`):
+//! - `HTTP_BENCH_ONLY` (`a` … `i` or a comma list such as `b,c,d`):
 //!   run only those comparisons (profiling);
 //! - `HTTP_BENCH_SEARCH_FOLDER` (default: none): run (a), (e) and (f) on
 //!   this catalogs folder instead of Graph, e.g. the whole public
@@ -454,6 +473,238 @@ fn start_bare_proxy(server: &tokio::runtime::Runtime, upstream: String) -> Strin
     format!("http://{address}")
 }
 
+/// The backend of (g), (h) and (i), apart from every gateway: the demo
+/// backend's routes under `/demo` and `/slow/{id}`, which sleeps 1 ms
+/// before answering, on a multi-threaded tokio runtime of its own (one
+/// worker per core, as a backend process would have). Returns the runtime
+/// (kept for the whole run) and its base URL.
+fn start_backend(threads: usize) -> (tokio::runtime::Runtime, String) {
+    use axum::Json;
+    use axum::extract::Path as UrlPath;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("backend")
+        .enable_all()
+        .build()
+        .unwrap();
+    let slow = |UrlPath(id): UrlPath<u64>| async move {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        Json(json!({"id": id, "slept_ms": 1}))
+    };
+    let app = axum::Router::new()
+        .nest("/demo", sezzlee_gateway::demo::router())
+        .route("/slow/{id}", axum::routing::get(slow));
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    runtime.spawn(async move {
+        if let Err(err) = axum::serve(listener, app).await {
+            eprintln!("backend stopped: {err}");
+        }
+    });
+    (runtime, format!("http://{address}"))
+}
+
+/// The OpenAPI document of (h): one operation, `GET /slow/{id}` on `base`.
+fn slow_document(base: &str) -> String {
+    format!(
+        r#"openapi: 3.0.3
+info:
+  title: Slow echo (benches/http_load.rs)
+  version: 1.0.0
+servers:
+  - url: {base}
+paths:
+  /slow/{{id}}:
+    get:
+      operationId: slowEcho
+      summary: Answers the id after sleeping 1 ms.
+      parameters:
+        - name: id
+          in: path
+          required: true
+          schema:
+            type: integer
+      responses:
+        "200":
+          description: The id.
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  id:
+                    type: integer
+                  slept_ms:
+                    type: integer
+"#
+    )
+}
+
+/// A gateway whose catalog calls the bench backend at `base`: the shipped
+/// `orders.yaml` with a sidecar naming `base/demo` (instead of the
+/// gateway's own demo), and [`slow_document`].
+fn start_backend_gateway(server: &tokio::runtime::Runtime, base: &str) -> Served {
+    let dir = tempfile::tempdir().expect("temporary catalogs folder");
+    let orders = Path::new(SHIPPED).join("orders.yaml");
+    std::fs::copy(&orders, dir.path().join("orders.yaml")).expect("orders.yaml copied");
+    let sidecar = std::fs::read_to_string(Path::new(SHIPPED).join("orders.sezzlee.yaml"))
+        .expect("the shipped sidecar");
+    assert!(sidecar.contains("${SEZZLEE_SELF}/demo"));
+    std::fs::write(
+        dir.path().join("orders.sezzlee.yaml"),
+        sidecar.replace("${SEZZLEE_SELF}/demo", &format!("{base}/demo")),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("slow.yaml"), slow_document(base)).unwrap();
+    let default_cache = Settings::default().search_cache_bytes;
+    let mut served = serve_folder(server, dir.path(), false, default_cache);
+    served._dir = Some(dir);
+    served
+}
+
+/// nginx: `SEZZLEE_TEST_NGINX`, else `nginx` on `PATH` or in the usual
+/// `sbin` folders (as `benches/replicas.rs` finds it).
+fn nginx_binary() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    if let Some(named) = std::env::var_os("SEZZLEE_TEST_NGINX").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(named));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/local/sbin", "/usr/local/nginx/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join("nginx"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// nginx as a child process, in a prefix folder of its own; stopped with
+/// SIGTERM (the master then stops its workers) and waited for when dropped.
+struct Nginx {
+    child: std::process::Child,
+    url: String,
+    _prefix: TempDir,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The configuration a production user would write to put nginx in front
+/// of one backend: one worker per core, an upstream with idle keep-alive
+/// connections (HTTP/1.1 and `Connection ""`, so they are reused), no
+/// access log (the gateway writes none per request either), and
+/// keep-alive connections that last the run on both sides (nginx closes a
+/// connection after 1,000 requests by default; neither the gateway nor the
+/// bench client does, so that would charge nginx reconnections the
+/// gateway never pays).
+fn nginx_conf(listen: u16, backend: &str) -> String {
+    let upstream = backend.trim_start_matches("http://");
+    format!(
+        r#"# Generated by benches/http_load.rs.
+worker_processes auto;
+pid nginx.pid;
+error_log error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path client_body;
+    proxy_temp_path proxy;
+    fastcgi_temp_path fastcgi;
+    uwsgi_temp_path uwsgi;
+    scgi_temp_path scgi;
+    keepalive_timeout 120s;
+    keepalive_requests 1000000;
+    upstream backend {{
+        server {upstream};
+        keepalive 64;
+        keepalive_timeout 120s;
+        keepalive_requests 1000000;
+    }}
+    server {{
+        listen 127.0.0.1:{listen};
+        location / {{
+            proxy_pass http://backend;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }}
+    }}
+}}
+"#
+    )
+}
+
+/// Whether `GET path` on 127.0.0.1:`port` answers 200 (one plain
+/// HTTP/1.1 exchange, the connection closed after it).
+fn answers_200(port: u16, path: &str) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    let mut answer = Vec::new();
+    stream.write_all(request.as_bytes()).is_ok()
+        && stream.read_to_end(&mut answer).is_ok()
+        && answer.starts_with(b"HTTP/1.1 200")
+}
+
+/// nginx in front of `backend`, once it answers `probe` (a path) with 200.
+fn start_nginx(binary: &Path, backend: &str, probe: &str) -> Nginx {
+    let prefix = tempfile::tempdir().expect("nginx prefix folder");
+    let listen = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    std::fs::write(
+        prefix.path().join("nginx.conf"),
+        nginx_conf(listen, backend),
+    )
+    .unwrap();
+    let child = std::process::Command::new(binary)
+        .arg("-p")
+        .arg(prefix.path())
+        .args(["-c", "nginx.conf", "-e", "stderr", "-g", "daemon off;"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+    let nginx = Nginx {
+        child,
+        url: format!("http://127.0.0.1:{listen}"),
+        _prefix: prefix,
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !answers_200(listen, probe) {
+        assert!(
+            Instant::now() < deadline,
+            "nginx does not answer on {}{probe}",
+            nginx.url
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "nginx ({}) on {}, proxying to {backend}",
+        binary.display(),
+        nginx.url
+    );
+    nginx
+}
+
 async fn serve(gateway: Arc<Gateway>, listener: tokio::net::TcpListener) {
     if let Err(err) = sezzlee_gateway::server::serve(gateway, listener).await {
         eprintln!("gateway stopped: {err}");
@@ -580,7 +831,7 @@ fn main() {
         )],
         "\"content\"",
     );
-    let comparisons = [
+    let mut comparisons = vec![
         Comparison {
             title: "(a) Graph: tools/call search_tools over server/discover",
             baseline: Workload::new(
@@ -639,7 +890,80 @@ fn main() {
         },
     ];
 
+    // (g), (h), (i): a backend apart from the gateway, and nginx in front
+    // of it, started only when one of them runs.
     let only = std::env::var("HTTP_BENCH_ONLY").unwrap_or_default();
+    let wanted = |letter: &str| only.is_empty() || only.split(',').any(|o| o.trim() == letter);
+    let mut backend_runtime = None;
+    let mut _nginx = None;
+    let mut _backend_gateway = None;
+    let mut nginx_floor = None;
+    if wanted("g") || wanted("h") || wanted("i") {
+        let (runtime, backend) = start_backend(cores);
+        let served = start_backend_gateway(&server, &backend);
+        let url = format!("{}{}", served.base, served.endpoint);
+        let call = |name: &str| {
+            Request::modern(
+                &url,
+                "tools/call",
+                json!({"name": "invoke_tool", "arguments": {"name": name, "arguments": {"id": 1}}}),
+            )
+        };
+        let invoke_orders = Workload::new(
+            "invoke_tool get_order",
+            vec![call("get_order")],
+            "\"content\"",
+        );
+        let direct_orders = Workload::new(
+            "direct GET /demo/orders/1",
+            vec![Request::get(format!("{backend}/demo/orders/1"))],
+            "\"id\":1",
+        );
+        match nginx_binary() {
+            Some(binary) if wanted("g") || wanted("i") => {
+                let nginx = start_nginx(&binary, &backend, "/demo/orders/1");
+                let through_nginx = Workload::new(
+                    "nginx GET /demo/orders/1",
+                    vec![Request::get(format!("{}/demo/orders/1", nginx.url))],
+                    "\"id\":1",
+                );
+                comparisons.push(Comparison {
+                    title: "(g) invoke_tool get_order over the same GET through nginx (backend apart)",
+                    baseline: through_nginx.clone(),
+                    subject: invoke_orders,
+                    target: Some(1.2),
+                });
+                nginx_floor = Some(Comparison {
+                    title: "(i) floor of (g): the nginx hop over GET /demo/orders/1 direct (backend apart)",
+                    baseline: direct_orders,
+                    subject: through_nginx,
+                    target: None,
+                });
+                _nginx = Some(nginx);
+            }
+            Some(_) => {}
+            None => println!(
+                "(g) and (i) skipped: no nginx here (SEZZLEE_TEST_NGINX, PATH, /usr/sbin; apt-get install nginx-light)"
+            ),
+        }
+        comparisons.push(Comparison {
+            title: "(h) 1 ms backend: invoke_tool slow_echo over GET /slow/1 direct",
+            baseline: Workload::new(
+                "direct GET /slow/1",
+                vec![Request::get(format!("{backend}/slow/1"))],
+                "\"id\":1",
+            ),
+            subject: Workload::new(
+                "invoke_tool slow_echo",
+                vec![call("slow_echo")],
+                "\"content\"",
+            ),
+            target: Some(1.1),
+        });
+        comparisons.extend(nginx_floor);
+        backend_runtime = Some(runtime);
+        _backend_gateway = Some(served);
+    }
     let comparisons: Vec<Comparison> = comparisons
         .into_iter()
         .filter(|c| {
@@ -763,5 +1087,9 @@ fn main() {
     }
     println!();
     drop(client);
+    drop(_nginx);
     server.shutdown_timeout(Duration::from_secs(1));
+    if let Some(runtime) = backend_runtime {
+        runtime.shutdown_timeout(Duration::from_secs(1));
+    }
 }
