@@ -147,6 +147,16 @@ struct ServeArgs {
     /// Most listen streams per caller [default: 16].
     #[arg(long, env = "SEZZLEE_MAX_STREAMS_PER_CALLER")]
     max_streams_per_caller: Option<usize>,
+    /// After SIGTERM, how long in-flight calls may still run, in
+    /// milliseconds, counted from the end of the drain [default: 10000].
+    #[arg(long, env = "SEZZLEE_SHUTDOWN_GRACE_MS")]
+    shutdown_grace_ms: Option<u64>,
+    /// After SIGTERM, how long the gateway goes on accepting and serving
+    /// with /readyz answering 503, so load balancers move away first; then
+    /// at most as long again for its connections to close, in milliseconds
+    /// [default: 1000].
+    #[arg(long, env = "SEZZLEE_SHUTDOWN_DRAIN_MS")]
+    shutdown_drain_ms: Option<u64>,
     /// Serve the built-in demo backend under /demo [default: true].
     #[arg(long, env = "SEZZLEE_DEMO_BACKEND")]
     demo_backend: Option<bool>,
@@ -179,6 +189,8 @@ impl ServeArgs {
             keepalive_ms: self.keepalive_ms,
             max_streams: self.max_streams,
             max_streams_per_caller: self.max_streams_per_caller,
+            shutdown_grace_ms: self.shutdown_grace_ms,
+            shutdown_drain_ms: self.shutdown_drain_ms,
             demo_backend: self.demo_backend,
         }
     }

@@ -753,12 +753,27 @@ async fn manifests_image_and_gateway_agree() {
         "a directory-scale catalog loads in about 30 s on 2 cores: {patience} s"
     );
 
-    // The kubelet kills only after the gateway's shutdown grace is over.
-    let grace = sezzlee_gateway::settings::Settings::default().shutdown_grace;
+    // The kubelet kills only after the gateway's drain and shutdown grace
+    // are over; the drain outlasts the spread of the endpoint removal.
+    let defaults = sezzlee_gateway::settings::Settings::default();
+    let env_ms = |name: &str| {
+        container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|var| var["name"] == name)
+            .map(|var| Duration::from_millis(var["value"].as_str().unwrap().parse().unwrap()))
+    };
+    let drain = env_ms("SEZZLEE_SHUTDOWN_DRAIN_MS").unwrap_or(defaults.shutdown_drain);
+    let grace = env_ms("SEZZLEE_SHUTDOWN_GRACE_MS").unwrap_or(defaults.shutdown_grace);
+    assert!(
+        drain >= Duration::from_secs(3),
+        "a drain of {drain:?} is shorter than endpoint removal takes to spread"
+    );
     let termination = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
     assert!(
-        Duration::from_secs(termination) > grace + Duration::from_secs(5),
-        "terminationGracePeriodSeconds {termination} within shutdown grace {grace:?}"
+        Duration::from_secs(termination) > drain + grace + Duration::from_secs(5),
+        "terminationGracePeriodSeconds {termination} within drain {drain:?} + grace {grace:?}"
     );
 
     // Non-root (the image's user), read-only root, no privileges.

@@ -1543,6 +1543,11 @@ fn signal(pid: u32, name: &str) {
 
 /// Starts the binary on `dir` with `--watch off`; returns it and its base URL.
 fn serve_binary(dir: &Path) -> (ServeProcess, String) {
+    serve_binary_with(dir, &[])
+}
+
+/// [`serve_binary`] with more arguments.
+fn serve_binary_with(dir: &Path, more: &[&str]) -> (ServeProcess, String) {
     let mut command = sezzlee_binary(None);
     command
         .arg("serve")
@@ -1550,6 +1555,7 @@ fn serve_binary(dir: &Path) -> (ServeProcess, String) {
         .arg(dir)
         .args(["--listen", "127.0.0.1:0", "--watch", "off"])
         .args(["--log-format", "json", "--demo-backend", "false"])
+        .args(more)
         .current_dir(dir)
         .env("RUST_LOG", "info")
         .stdin(std::process::Stdio::null())
@@ -1653,5 +1659,166 @@ async fn sighup_forces_a_rescan_and_sigterm_closes_streams_gracefully() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
+    assert!(exit.success(), "{exit}");
+}
+
+/// One HTTP/1.1 request on a connection the test holds: the status code,
+/// the lower-cased headers and the body (the gateway sends a length).
+async fn exchange(
+    stream: &mut tokio::net::TcpStream,
+    path: &str,
+) -> std::io::Result<(u16, Vec<(String, String)>, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let request = format!("GET {path} HTTP/1.1\r\nhost: gateway\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let read = stream.read(&mut chunk).await?;
+        if read == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        bytes.extend_from_slice(&chunk[..read]);
+    };
+    let head = String::from_utf8_lossy(&bytes[..head_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap_or_default()
+        .split(' ')
+        .nth(1)
+        .unwrap_or_default();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_string()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(name, _)| name == "content-length")
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0);
+    while bytes.len() < head_end + length {
+        let read = stream.read(&mut chunk).await?;
+        if read == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        bytes.extend_from_slice(&chunk[..read]);
+    }
+    let body = String::from_utf8_lossy(&bytes[head_end..head_end + length]).to_string();
+    Ok((status.parse().unwrap_or(0), headers, body))
+}
+
+fn closes(headers: &[(String, String)]) -> bool {
+    headers
+        .iter()
+        .any(|(name, value)| name == "connection" && value.eq_ignore_ascii_case("close"))
+}
+
+/// Waits for the child to exit; its status and when.
+async fn exited(
+    served: &mut ServeProcess,
+    within: Duration,
+) -> (std::process::ExitStatus, Instant) {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(exit) = served.child.try_wait().unwrap() {
+            return (exit, Instant::now());
+        }
+        assert!(Instant::now() < deadline, "sezzlee serve did not exit");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// SIGTERM starts a drain (README "Settings", `shutdown_drain_ms`): for its
+/// length the gateway still accepts and serves, keep-alive as usual, and
+/// `/readyz` says 503; a keep-alive connection idle at the signal is still
+/// served (closing it at once loses the request a proxy sends on it at
+/// that instant, the LOST AT SIGTERM of `rolling_update.rs`). Then new
+/// connections are refused, every answer closes its connection, and the
+/// process exits 0 once its connections are closed.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_before_anything_is_closed() {
+    let drain = Duration::from_millis(1500);
+    let folder = tempfile::tempdir().unwrap();
+    write(&folder.path().join("orders.yaml"), &orders_yaml("Drain."));
+    let (mut served, base) = serve_binary_with(
+        folder.path(),
+        &["--shutdown-drain-ms", &drain.as_millis().to_string()],
+    );
+    let address = base.trim_start_matches("http://").to_string();
+    let connect = || tokio::net::TcpStream::connect(address.clone());
+
+    // A keep-alive connection, used once and then idle at the signal.
+    let mut idle = connect().await.unwrap();
+    let (status, headers, _) = exchange(&mut idle, "/readyz").await.unwrap();
+    assert_eq!(status, 200);
+    assert!(!closes(&headers), "{headers:?}");
+
+    signal(served.child.id(), "TERM");
+    let signalled = Instant::now();
+    // Draining: new connections are still accepted and kept alive;
+    // readiness turns 503 at once.
+    let mut fresh = connect().await.unwrap();
+    let (status, headers, body) = exchange(&mut fresh, "/readyz").await.unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert!(!closes(&headers), "{headers:?}");
+    // The connection idle at the signal is served.
+    let (status, headers, body) = exchange(&mut idle, "/healthz").await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(!closes(&headers), "{headers:?}");
+    assert!(
+        signalled.elapsed() < drain,
+        "too slow to tell the drain: {:?}",
+        signalled.elapsed()
+    );
+
+    // After the drain: new connections refused; the open ones are served
+    // once more, with Connection: close, and closed.
+    tokio::time::sleep_until(signalled + drain + Duration::from_millis(200)).await;
+    assert!(connect().await.is_err(), "still accepting after the drain");
+    assert!(
+        served.child.try_wait().unwrap().is_none(),
+        "exited with connections open"
+    );
+    let (status, headers, body) = exchange(&mut idle, "/healthz").await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(closes(&headers), "{headers:?}");
+    let after = exchange(&mut idle, "/healthz").await;
+    assert!(after.is_err(), "served after Connection: close: {after:?}");
+
+    // The client closes its last connection: the process exits 0.
+    drop(fresh);
+    let (exit, _) = exited(&mut served, PATIENCE).await;
+    assert!(exit.success(), "{exit}");
+}
+
+/// A second signal ends the drain at once (an operator's second Ctrl-C).
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_ends_the_drain() {
+    let folder = tempfile::tempdir().unwrap();
+    write(&folder.path().join("orders.yaml"), &orders_yaml("Twice."));
+    let (mut served, base) = serve_binary_with(folder.path(), &["--shutdown-drain-ms", "60000"]);
+    let address = base.trim_start_matches("http://").to_string();
+    signal(served.child.id(), "TERM");
+    // Draining: still served, not ready.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let mut stream = tokio::net::TcpStream::connect(address.clone())
+            .await
+            .unwrap();
+        let (status, _, _) = exchange(&mut stream, "/readyz").await.unwrap();
+        if status == 503 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "readyz never said 503");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    signal(served.child.id(), "INT");
+    let (exit, _) = exited(&mut served, PATIENCE).await;
     assert!(exit.success(), "{exit}");
 }

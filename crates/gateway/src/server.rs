@@ -3,9 +3,11 @@
 //!
 //! A sidecar with an invalid configuration stops the start (exit code 2,
 //! naming the file and key): serving a catalog without the configuration
-//! its owner wrote would be a surprise. On SIGTERM/SIGINT the gateway stops
-//! accepting, closes listen streams with their graceful result and lets
-//! in-flight calls finish within the grace period.
+//! its owner wrote would be a surprise. On SIGTERM/SIGINT the gateway
+//! drains (not ready, still serving), closes listen streams with their
+//! graceful result, stops accepting, lets its connections close after
+//! their next answer and in-flight calls finish within the grace period
+//! ([`serve`]).
 //!
 //! Connections are served by hyper's HTTP/1.1 server connection, driven by
 //! our own accept loop (`hyper_util`'s `GracefulShutdown` for the graceful
@@ -19,7 +21,7 @@ use crate::reload::{self, Reloader};
 use crate::settings::Settings;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
-use axum::http::Request;
+use axum::http::{HeaderValue, Request, header};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -27,9 +29,12 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use sezzlee_catalog::diagnostics::codes;
 use sezzlee_catalog::{Severity, Sources};
+use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use tokio::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::net::{TcpListener, TcpStream};
 use tower_service::Service as _;
 
 /// Runs the gateway; returns the process exit code.
@@ -98,7 +103,8 @@ pub fn load_checked(settings: Settings) -> Result<(Arc<Gateway>, Sources), ExitC
     Ok((gateway, sources))
 }
 
-/// Serves on a bound listener until a shutdown signal.
+/// Serves on a bound listener until a shutdown signal, then drains and
+/// stops.
 ///
 /// Each accepted connection is served by hyper's HTTP/1.1 connection
 /// directly (not axum's `serve`, whose version-detecting builder reads the
@@ -106,51 +112,79 @@ pub fn load_checked(settings: Settings) -> Result<(Arc<Gateway>, Sources), ExitC
 /// from 8 to 16 KiB, and whose task also holds an HTTP/2 state): an idle
 /// listen stream costs the least the stack allows. The peer address is
 /// given to the router as [`ConnectInfo`], as `axum::serve` does.
+///
+/// Shutdown, on SIGTERM or SIGINT, never closes a connection a client may
+/// be sending a request on: a proxy cannot tell a POST closed unread from
+/// one that ran, so it answers 502 (measured behind nginx in
+/// `tests/it/rolling_update.rs`). In steps:
+/// 1. **Drain** (`shutdown_drain`): listen streams get their closing
+///    result and `/readyz` answers 503; otherwise the gateway serves as
+///    before, accepting and keeping connections alive, so that load
+///    balancers and Kubernetes (whose endpoints follow with a delay) move
+///    callers away while nothing is refused.
+/// 2. **Close**: the connections already queued are accepted, then the
+///    listener closes (a new connection is refused, which a proxy retries
+///    elsewhere); every response now carries `Connection: close`, and the
+///    gateway waits, at most `shutdown_drain` again, for its connections to
+///    close: each after its next answer, idle ones when their client
+///    closes them (a proxy's idle timeout shorter than the drain closes
+///    them all).
+/// 3. Connections still idle are closed, and in-flight calls finish
+///    within `shutdown_grace` (counted from the listener's close); then
+///    the process exits regardless.
+///
+/// A second signal cuts the drain and the wait short.
 pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Result<()> {
     let address = listener.local_addr()?;
     let _ = gateway.self_url.set(format!("http://{address}"));
+    // Before the address is logged: a signal sent as soon as it is read
+    // must find its handler, not the default action (death).
+    let mut signals = Signals::new();
     tracing::info!(
         "sezzlee listening on http://{address}{}",
         gateway.settings.endpoint
     );
     gateway.auth.start(gateway.shutdown.subscribe());
-    let app = crate::router::router(gateway.clone());
-    let connections = GracefulShutdown::new();
-    let mut http = http1::Builder::new();
-    // Without a timer hyper applies no header timeout at all: a client
-    // could hold a socket open forever with half a request.
-    http.timer(TokioTimer::new())
-        .header_read_timeout(gateway.settings.header_read_timeout);
-    let signal = shutdown_signal();
-    tokio::pin!(signal);
+    let connections = Connections::new(&gateway);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            () = &mut signal => break,
+            () = signals.next() => break,
         };
-        let (stream, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(err) => {
-                accept_failed(err).await;
-                continue;
+        connections.accepted(accepted).await;
+    }
+    let drain = gateway.settings.shutdown_drain;
+    tracing::info!(
+        "shutting down: draining for {} ms (readyz 503, still serving), closing listen streams",
+        drain.as_millis()
+    );
+    gateway.begin_shutdown();
+    let mut second_signal = false;
+    let drained = tokio::time::sleep(drain);
+    tokio::pin!(drained);
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = &mut drained => break,
+            () = signals.next() => {
+                second_signal = true;
+                break;
             }
+            accepted = listener.accept() => accepted,
         };
-        let router = app.clone();
-        let service = service_fn(move |request: Request<Incoming>| {
-            let mut request = request.map(Body::new);
-            request.extensions_mut().insert(ConnectInfo(peer));
-            router.clone().call(request)
-        });
-        let connection = connections.watch(http.serve_connection(TokioIo::new(stream), service));
-        tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::trace!("connection from {peer}: {err}");
-            }
-        });
+        connections.accepted(accepted).await;
+    }
+
+    connections.closing.store(true, Ordering::Relaxed);
+    loop {
+        let queued = tokio::select! {
+            biased;
+            accepted = listener.accept() => accepted,
+            () = std::future::ready(()) => break,
+        };
+        connections.accepted(queued).await;
     }
     drop(listener);
-    tracing::info!("shutting down: closing listen streams, finishing in-flight calls");
-    gateway.begin_shutdown();
     let grace = gateway.settings.shutdown_grace;
     let deadline = gateway.clone();
     tokio::spawn(async move {
@@ -159,8 +193,100 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
         drop(deadline);
         std::process::exit(0);
     });
-    connections.shutdown().await;
+    if !second_signal {
+        tracing::info!(
+            "listener closed; waiting up to {} ms for {} connection(s) to close",
+            drain.as_millis(),
+            connections.open()
+        );
+        tokio::select! {
+            () = connections.all_closed() => {}
+            () = tokio::time::sleep(drain) => {}
+            () = signals.next() => {}
+        }
+    }
+    tracing::info!(
+        "closing idle connections; in-flight calls finish within {} ms",
+        grace.as_millis()
+    );
+    connections.watcher.shutdown().await;
     Ok(())
+}
+
+/// The connections being served: the router, hyper's connection settings,
+/// the graceful-shutdown watcher of every connection, how many are open,
+/// and whether the gateway is closing (then every response closes its
+/// connection).
+struct Connections {
+    app: axum::Router,
+    http: http1::Builder,
+    watcher: GracefulShutdown,
+    closing: Arc<AtomicBool>,
+    open: tokio::sync::watch::Sender<usize>,
+}
+
+impl Connections {
+    fn new(gateway: &Arc<Gateway>) -> Connections {
+        let mut http = http1::Builder::new();
+        // Without a timer hyper applies no header timeout at all: a client
+        // could hold a socket open forever with half a request.
+        http.timer(TokioTimer::new())
+            .header_read_timeout(gateway.settings.header_read_timeout);
+        Connections {
+            app: crate::router::router(gateway.clone()),
+            http,
+            watcher: GracefulShutdown::new(),
+            closing: Arc::new(AtomicBool::new(false)),
+            open: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    fn open(&self) -> usize {
+        *self.open.borrow()
+    }
+
+    /// Resolves once no connection is open.
+    async fn all_closed(&self) {
+        let mut open = self.open.subscribe();
+        let _ = open.wait_for(|open| *open == 0).await;
+    }
+
+    /// Serves an accepted connection on its own task; a failed accept is
+    /// handled by [`accept_failed`].
+    async fn accepted(&self, accepted: std::io::Result<(TcpStream, SocketAddr)>) {
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(err) => return accept_failed(err).await,
+        };
+        let router = self.app.clone();
+        let closing = self.closing.clone();
+        let service = service_fn(move |request: Request<Incoming>| {
+            let mut request = request.map(Body::new);
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let answer = router.clone().call(request);
+            let closing = closing.clone();
+            async move {
+                let mut response = answer.await?;
+                if closing.load(Ordering::Relaxed) {
+                    response
+                        .headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                Ok::<_, Infallible>(response)
+            }
+        });
+        let connection = self
+            .watcher
+            .watch(self.http.serve_connection(TokioIo::new(stream), service));
+        self.open.send_modify(|open| *open += 1);
+        let open = self.open.clone();
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                tracing::trace!("connection from {peer}: {err}");
+            }
+            open.send_modify(|open| *open -= 1);
+        });
+    }
 }
 
 /// A failed `accept`: a connection that went away before it was accepted
@@ -178,25 +304,57 @@ async fn accept_failed(err: std::io::Error) {
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// SIGTERM and SIGINT, registered once so that a second signal is told
+/// from the first.
+struct Signals {
     #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
+    terminate: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    interrupt: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let register = |kind: SignalKind, name: &str| match signal(kind) {
+                Ok(signal) => Some(signal),
+                Err(err) => {
+                    tracing::error!("cannot listen for {name}: {err}");
+                    None
                 }
             };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+            Signals {
+                terminate: register(SignalKind::terminate(), "SIGTERM"),
+                interrupt: register(SignalKind::interrupt(), "SIGINT"),
+            }
         }
+        #[cfg(not(unix))]
+        Signals {}
     }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
+
+    /// The next SIGTERM or SIGINT.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            async fn on(signal: &mut Option<tokio::signal::unix::Signal>) {
+                let received = match signal {
+                    Some(signal) => signal.recv().await.is_some(),
+                    None => false,
+                };
+                if !received {
+                    std::future::pending::<()>().await;
+                }
+            }
+            tokio::select! {
+                () = on(&mut self.terminate) => {}
+                () = on(&mut self.interrupt) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

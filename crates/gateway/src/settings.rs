@@ -50,8 +50,16 @@ pub struct Settings {
     /// Concurrent `subscriptions/listen` streams, in all and per caller.
     pub max_streams: usize,
     pub max_streams_per_caller: usize,
-    /// How long in-flight calls may run on shutdown.
+    /// How long in-flight calls may run on shutdown, counted from the end
+    /// of the drain.
     pub shutdown_grace: Duration,
+    /// After SIGTERM/SIGINT, how long the gateway goes on accepting and
+    /// serving while `/readyz` answers 503, so that load balancers stop
+    /// sending to it before it refuses anything; then, at most as long
+    /// again, how long it waits for its connections to close (each after
+    /// its next answer) before it closes idle ones (a request a proxy sends
+    /// on a keep-alive connection as the server closes it is lost).
+    pub shutdown_drain: Duration,
     /// How long a client may take to send a request's head; a connection
     /// that sends nothing (or a trickle) is closed after it, so idle or
     /// slow sockets cannot pile up.
@@ -170,6 +178,7 @@ impl Default for Settings {
             max_streams: 1024,
             max_streams_per_caller: 16,
             shutdown_grace: Duration::from_secs(10),
+            shutdown_drain: Duration::from_secs(1),
             header_read_timeout: Duration::from_secs(30),
             demo_backend: true,
             auth: None,
@@ -198,6 +207,7 @@ pub struct FileSettings {
     pub max_streams: Option<usize>,
     pub max_streams_per_caller: Option<usize>,
     pub shutdown_grace_ms: Option<u64>,
+    pub shutdown_drain_ms: Option<u64>,
     pub header_read_timeout_ms: Option<u64>,
     pub demo_backend: Option<bool>,
     pub auth: Option<AuthSettings>,
@@ -223,6 +233,8 @@ pub struct Overrides {
     pub keepalive_ms: Option<u64>,
     pub max_streams: Option<usize>,
     pub max_streams_per_caller: Option<usize>,
+    pub shutdown_grace_ms: Option<u64>,
+    pub shutdown_drain_ms: Option<u64>,
     pub demo_backend: Option<bool>,
 }
 
@@ -331,8 +343,11 @@ impl Settings {
         {
             s.max_streams_per_caller = v;
         }
-        if let Some(v) = file.shutdown_grace_ms {
+        if let Some(v) = overrides.shutdown_grace_ms.or(file.shutdown_grace_ms) {
             s.shutdown_grace = ms(v);
+        }
+        if let Some(v) = overrides.shutdown_drain_ms.or(file.shutdown_drain_ms) {
+            s.shutdown_drain = ms(v);
         }
         if let Some(v) = file.header_read_timeout_ms {
             s.header_read_timeout = ms(v);
