@@ -10,7 +10,6 @@
 #   scripts/rolling-update.sh                 # once, nginx hashing by caller
 #   scripts/rolling-update.sh --round-robin   # also behind a plain round robin
 #   scripts/rolling-update.sh --runs 5        # five times each
-#   scripts/rolling-update.sh --strict        # a request lost at SIGTERM fails
 #   scripts/rolling-update.sh --bench         # then benches/replicas.rs
 #                                             # (3 replicas vs 1, requests/s)
 #
@@ -26,9 +25,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --round-robin) balances=(hash round-robin) ;;
         --runs) runs="$2"; shift ;;
-        --strict) export SEZZLEE_ROLLING_STRICT=1 ;;
         --bench) bench=1 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "unknown option: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
