@@ -913,6 +913,142 @@ fn undeclared_path_variables_are_accepted_as_strings() {
     assert!(codes(&catalog).contains(&"invalid_operation"));
 }
 
+// ------------------------------------------------------------- patterns
+
+/// Every `pattern` and `patternProperties` key in `schema`.
+fn patterns_in(schema: &Value, out: &mut Vec<String>) {
+    match schema {
+        Value::Object(members) => {
+            for (key, member) in members {
+                if key == "pattern"
+                    && let Some(pattern) = member.as_str()
+                {
+                    out.push(pattern.to_string());
+                }
+                if key == "patternProperties"
+                    && let Some(keys) = member.as_object()
+                {
+                    out.extend(keys.keys().cloned());
+                }
+                patterns_in(member, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| patterns_in(item, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn patterns_clients_cannot_compile_are_dropped_with_a_warning_at_their_place() {
+    let doc = json!({
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/policies": {
+                "get": {
+                    "operationId": "listPolicies",
+                    "parameters": [
+                        {"name": "q", "in": "query", "schema": {"type": "string", "pattern": "(unclosed"}},
+                        {"name": "ok", "in": "query", "schema": {"type": "string", "pattern": "^[a-z]+$"}}
+                    ],
+                    "responses": ok_response(json!({"$ref": "#/components/schemas/Policy"}))
+                },
+                "post": {
+                    "operationId": "createPolicy",
+                    "requestBody": {"content": {"application/json": {"schema": {
+                        "type": "object",
+                        "properties": {
+                            "policy": {"$ref": "#/components/schemas/Policy"},
+                            "labels": {
+                                "type": "object",
+                                "patternProperties": {"[[:alpha:]]+": {"type": "string"}, "^x-": {"type": "string"}}
+                            }
+                        }
+                    }}}},
+                    "responses": {}
+                }
+            }
+        },
+        "components": {"schemas": {"Policy": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "pattern": "\\p{Print}+"},
+                "code": {"type": "string", "pattern": "^[A-Z]\\-\\d+$"}
+            }
+        }}}
+    });
+    let swagger = json!({
+        "swagger": "2.0",
+        "info": {"title": "s", "version": "1"},
+        "paths": {"/things": {"get": {
+            "operationId": "listThings",
+            "parameters": [{"name": "tag", "in": "query", "type": "string", "pattern": "a{2,1}"}],
+            "responses": {"200": {"description": "ok"}}
+        }}}
+    });
+    let catalog = build(&[("policies.json", doc), ("things.json", swagger)]);
+
+    // Nothing a client cannot compile is served; what can be kept is.
+    let mut served = Vec::new();
+    for tool in catalog.tools() {
+        let definition = tool.definition();
+        patterns_in(&definition["inputSchema"], &mut served);
+        patterns_in(&definition["outputSchema"], &mut served);
+    }
+    for pattern in &served {
+        assert!(
+            regress::Regex::with_flags(pattern, "u").is_ok(),
+            "served pattern {pattern:?} does not compile as ECMA-262 with u"
+        );
+    }
+    served.sort();
+    served.dedup();
+    assert_eq!(served, ["^[A-Z]-\\d+$", "^[a-z]+$", "^x-"], "{served:?}");
+
+    // One warning per place, pointing at it in the file it was written in.
+    let mut warnings: Vec<(String, String, Severity)> = catalog
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == "invalid_pattern")
+        .map(|d| (d.file.clone(), d.pointer.clone(), d.severity))
+        .collect();
+    warnings.sort();
+    assert_eq!(
+        warnings,
+        [
+            (
+                "policies.json".to_string(),
+                "/components/schemas/Policy/properties/name/pattern".to_string(),
+                Severity::Warning
+            ),
+            (
+                "policies.json".to_string(),
+                "/paths/~1policies/get/parameters/0/schema/pattern".to_string(),
+                Severity::Warning
+            ),
+            (
+                "policies.json".to_string(),
+                "/paths/~1policies/post/requestBody/content/application~1json/schema/properties/labels/patternProperties/[[:alpha:]]+"
+                    .to_string(),
+                Severity::Warning
+            ),
+            ("things.json".to_string(), String::new(), Severity::Warning),
+        ],
+        "{:#?}",
+        catalog.diagnostics.to_vec()
+    );
+    let swagger_warning = catalog
+        .diagnostics
+        .iter()
+        .find(|d| d.file == "things.json")
+        .unwrap();
+    assert!(
+        swagger_warning.message.contains("a{2,1}"),
+        "{}",
+        swagger_warning.message
+    );
+}
+
 // ------------------------------------------------------------- diagnostics
 
 #[test]

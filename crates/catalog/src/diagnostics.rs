@@ -173,6 +173,7 @@ pub mod codes {
     pub const UNSUPPORTED_BODY: &str = "unsupported_body";
     pub const INVALID_OPERATION: &str = "invalid_operation";
     pub const DEFINITION_TOO_LARGE: &str = "definition_too_large";
+    pub const INVALID_PATTERN: &str = "invalid_pattern";
 }
 
 /// Escapes one JSON pointer segment (RFC 6901).

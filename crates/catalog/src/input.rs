@@ -9,6 +9,7 @@ use super::diagnostics::{Diagnostic, codes};
 use super::schema::{Converter, Dialect, Direction, Reached, Schema};
 use super::{Argument, Location, RequestBody, Style};
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Header parameters OpenAPI says to ignore: the gateway sets them itself.
@@ -232,13 +233,13 @@ impl<'c, 'r> InputBuilder<'c, 'r> {
                 for (member_file, name, member_schema) in members {
                     if self
                         .converter
-                        .is_left_out(&member_file, &member_schema, Direction::Input)
+                        .is_left_out(&member_file, member_schema, Direction::Input)
                     {
                         continue;
                     }
                     let converted = self.converter.convert(
                         &member_file,
-                        &member_schema,
+                        member_schema,
                         Direction::Input,
                         &mut self.reached,
                     )?;
@@ -299,18 +300,17 @@ impl<'c, 'r> InputBuilder<'c, 'r> {
         file: &Arc<str>,
         param: &Value,
     ) -> Result<(Value, bool), String> {
+        // Borrowed from the document where it is written there, so that
+        // what the converter reports points into the document.
+        let empty = json!({});
         let (source, json_encoded) = if let Some(schema) = param.get("schema") {
-            (schema.clone(), false)
+            (Cow::Borrowed(schema), false)
         } else if let Some(content) = param.get("content").and_then(Value::as_object) {
-            let schema = content
-                .values()
-                .next()
-                .and_then(|m| m.get("schema"))
-                .cloned();
-            (schema.unwrap_or_else(|| json!({})), true)
+            let schema = content.values().next().and_then(|m| m.get("schema"));
+            (Cow::Borrowed(schema.unwrap_or(&empty)), true)
         } else {
             // Swagger 2.0 (and sloppy 3.0): the schema keywords sit on the parameter.
-            (swagger_parameter_schema(param), false)
+            (Cow::Owned(swagger_parameter_schema(param)), false)
         };
         let mut converted =
             self.converter
@@ -391,11 +391,11 @@ fn body_argument(member: String, wire_name: String, location: Location) -> Argum
 /// Collects the members of an object schema, looking through `$ref` and
 /// `allOf`. `false` when the schema is not a plain object (a union, an
 /// array, a map): then the body is one `body` member.
-fn flatten_object(
-    converter: &Converter,
+fn flatten_object<'r: 'n, 'n>(
+    converter: &Converter<'r>,
     file: &Arc<str>,
-    schema: &Value,
-    members: &mut Vec<(Arc<str>, String, Value)>,
+    schema: &'n Value,
+    members: &mut Vec<(Arc<str>, String, &'n Value)>,
     required: &mut Vec<String>,
     depth: usize,
 ) -> Result<bool, String> {
@@ -428,8 +428,8 @@ fn flatten_object(
     }
     for (name, member) in properties.into_iter().flatten() {
         match members.iter_mut().find(|(_, existing, _)| existing == name) {
-            Some(slot) => *slot = (file.clone(), name.clone(), member.clone()),
-            None => members.push((file.clone(), name.clone(), member.clone())),
+            Some(slot) => *slot = (file.clone(), name.clone(), member),
+            None => members.push((file.clone(), name.clone(), member)),
         }
     }
     for name in map

@@ -10,6 +10,7 @@ mod build;
 pub mod compact;
 pub mod diagnostics;
 mod draft;
+pub mod ecma_pattern;
 pub mod fingerprint;
 pub mod header_text;
 mod input;

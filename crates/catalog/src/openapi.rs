@@ -9,6 +9,7 @@
 use super::compact::{Compactor, fit};
 use super::diagnostics::{Diagnostic, codes, pointer};
 use super::draft::{DocumentBuild, Draft, apply_annotations, extend_unique, string_chars};
+use super::ecma_pattern;
 use super::input::InputBuilder;
 use super::output::output_schema;
 use super::refs::Resolver;
@@ -214,6 +215,11 @@ pub(crate) fn build_document(
     if let Some(sidecar) = sidecar {
         unmatched_sidecar_keys(&file, sidecar, paths, &matched_keys, &mut diagnostics);
     }
+    ecma_pattern::report_dropped(
+        resolver,
+        converter.take_dropped_patterns(),
+        &mut diagnostics,
+    );
     let title = (root.pointer("/info/title"))
         .and_then(Value::as_str)
         .unwrap_or("")
@@ -353,7 +359,7 @@ fn build_operation(
         )
         .map_err(unresolved)?
         {
-            builder.parameter(&param_file, &param).map_err(unresolved)?;
+            builder.parameter(&param_file, param).map_err(unresolved)?;
         }
         if doc.dialect == Dialect::Swagger2 {
             let consumes = media_list(operation, doc.root, "consumes");
@@ -471,13 +477,13 @@ fn build_operation(
 /// name and location, each resolved. The operation lives in the path
 /// item, so its references are relative to the path item's file (the
 /// document's own, unless the path item is a `$ref` to another file).
-fn merged_parameters(
-    resolver: &Resolver,
+fn merged_parameters<'a: 'n, 'n>(
+    resolver: &Resolver<'a>,
     item_file: &Arc<str>,
-    item: &Value,
-    operation: &Value,
-) -> Result<Vec<(Arc<str>, Value)>, String> {
-    let mut merged: Vec<(Arc<str>, Value)> = Vec::new();
+    item: &'n Value,
+    operation: &'n Value,
+) -> Result<Vec<(Arc<str>, &'n Value)>, String> {
+    let mut merged: Vec<(Arc<str>, &'n Value)> = Vec::new();
     let sources = [(item_file, item), (item_file, operation)];
     for (source_file, node) in sources {
         for param in node
@@ -492,8 +498,8 @@ fn merged_parameters(
                 .iter_mut()
                 .find(|(_, existing)| key(existing) == key(param))
             {
-                Some(slot) => *slot = (param_file, param.clone()),
-                None => merged.push((param_file, param.clone())),
+                Some(slot) => *slot = (param_file, param),
+                None => merged.push((param_file, param)),
             }
         }
     }

@@ -9,6 +9,7 @@
 //! a gigabyte of copies), and a tool's schema is only materialised as one
 //! JSON value when somebody asks for it.
 
+use super::ecma_pattern::{self, Checked};
 use super::fingerprint::{
     CanonicalSink, CharCount, write_canonical_object, write_canonical_to, write_string,
 };
@@ -264,6 +265,26 @@ pub struct Converter<'r> {
     document: Arc<str>,
     dialect: Dialect,
     cache: HashMap<(RefTarget, Direction), Result<Arc<DefEntry>, String>>,
+    /// Each pattern seen, checked once ([`ecma_pattern`]).
+    patterns: HashMap<String, Checked>,
+    /// Patterns dropped as not ECMA-262, by where they were.
+    dropped: BTreeMap<(Arc<str>, usize), DroppedPattern>,
+}
+
+/// A `pattern` or `patternProperties` key the converter dropped because
+/// clients could not compile it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedPattern {
+    /// The file the schema was written in.
+    pub file: Arc<str>,
+    /// The address of the dropped value inside that file's parsed tree
+    /// (the `pattern` string, or the `patternProperties` member), to be
+    /// turned into a JSON pointer while the tree is alive; never read
+    /// through.
+    pub address: usize,
+    pub keyword: &'static str,
+    pub pattern: String,
+    pub reason: String,
 }
 
 /// The references one conversion reached, to be closed over later.
@@ -276,6 +297,46 @@ impl<'r> Converter<'r> {
             document,
             dialect,
             cache: HashMap::new(),
+            patterns: HashMap::new(),
+            dropped: BTreeMap::new(),
+        }
+    }
+
+    /// The patterns dropped so far (each place once), taken.
+    pub fn take_dropped_patterns(&mut self) -> Vec<DroppedPattern> {
+        std::mem::take(&mut self.dropped).into_values().collect()
+    }
+
+    /// `pattern` as clients can compile it, or `None` (recorded as dropped,
+    /// `at` being the dropped value in `file`'s tree).
+    fn compilable(
+        &mut self,
+        file: &Arc<str>,
+        keyword: &'static str,
+        pattern: &str,
+        at: &Value,
+    ) -> Option<String> {
+        let checked = self
+            .patterns
+            .entry(pattern.to_string())
+            .or_insert_with(|| ecma_pattern::check(pattern));
+        match checked {
+            Checked::Valid => Some(pattern.to_string()),
+            Checked::Rewritten(rewritten) => Some(rewritten.clone()),
+            Checked::Invalid(reason) => {
+                let address = at as *const Value as usize;
+                let reason = reason.clone();
+                self.dropped
+                    .entry((file.clone(), address))
+                    .or_insert_with(|| DroppedPattern {
+                        file: file.clone(),
+                        address,
+                        keyword,
+                        pattern: pattern.to_string(),
+                        reason,
+                    });
+                None
+            }
         }
     }
 
@@ -480,7 +541,22 @@ impl<'r> Converter<'r> {
                     out.insert(key.to_string(), Value::Object(converted));
                 }
             }
-            "patternProperties" | "dependentSchemas" => {
+            "patternProperties" => {
+                if let Value::Object(members) = value {
+                    let mut converted = Map::new();
+                    for (name, member) in members {
+                        let Some(name) = self.compilable(file, "patternProperties", name, member)
+                        else {
+                            continue;
+                        };
+                        let schema =
+                            self.convert_node(file, member, direction, reached, depth + 1)?;
+                        converted.insert(name, schema);
+                    }
+                    out.insert(key.to_string(), Value::Object(converted));
+                }
+            }
+            "dependentSchemas" => {
                 if let Value::Object(members) = value {
                     let mut converted = Map::new();
                     for (name, member) in members {
@@ -489,6 +565,13 @@ impl<'r> Converter<'r> {
                         converted.insert(name.clone(), schema);
                     }
                     out.insert(key.to_string(), Value::Object(converted));
+                }
+            }
+            "pattern" => {
+                if let Some(pattern) = value.as_str()
+                    && let Some(pattern) = self.compilable(file, "pattern", pattern, value)
+                {
+                    out.insert(key.to_string(), Value::String(pattern));
                 }
             }
             "additionalProperties"
@@ -562,7 +645,7 @@ impl<'r> Converter<'r> {
                     out.insert(key.to_string(), Value::Array(names));
                 }
             }
-            "title" | "description" | "pattern" | "contentEncoding" | "contentMediaType"
+            "title" | "description" | "contentEncoding" | "contentMediaType"
                 if value.is_string() => {
                     out.insert(key.to_string(), value.clone());
                 }
