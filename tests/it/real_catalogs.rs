@@ -5,9 +5,10 @@
 //! leaves out with an error diagnostic, and emits only schemas that are
 //! valid JSON Schema 2020-12: each `inputSchema`/`outputSchema` passes the
 //! 2020-12 meta-schema, has an object root (a closed one for input), keeps
-//! every `$ref` pointing at one of its own `$defs`, and compiles with
-//! `jsonschema` (every tool of every document, every 10th tool of the
-//! Microsoft Graph document, whose schemas are the largest).
+//! every `$ref` pointing at one of its own `$defs`, holds only patterns that
+//! compile as ECMA-262 with the `u` flag (as Ajv compiles them), and
+//! compiles with `jsonschema` (every tool of every document, every 10th
+//! tool of the Microsoft Graph document, whose schemas are the largest).
 //!
 //! Failures are collected across all documents and reported together. A
 //! corpus without `MANIFEST.tsv` has the operation counts skipped, and the
@@ -437,6 +438,18 @@ fn check_schema(
         }
     }
 
+    // Every regular expression compiles as clients compile it: ECMA-262
+    // with the `u` flag (Ajv's `new RegExp(pattern, "u")`).
+    let mut patterns = Vec::new();
+    collect_patterns(schema, "", &mut patterns);
+    for (at, pattern) in patterns {
+        if let Err(error) = regress::Regex::with_flags(pattern, "u") {
+            report(format!(
+                "pattern {pattern:?} at {at} is not ECMA-262 with the u flag: {error}"
+            ));
+        }
+    }
+
     checked.meta_validated += 1;
     if let Err(error) = jsonschema::draft202012::meta::validate(schema) {
         report(format!(
@@ -496,6 +509,16 @@ fn the_schema_checks_catch_broken_schemas() {
             json!({"type": "object", "additionalProperties": false,
                    "properties": {"a": {"type": "string", "pattern": "(["}}}),
             "compile",
+        ),
+        (
+            json!({"type": "object", "additionalProperties": false,
+                   "properties": {"a": {"type": "string", "pattern": "\\p{Print}+"}}}),
+            "ECMA-262",
+        ),
+        (
+            json!({"type": "object", "additionalProperties": false,
+                   "$defs": {"M": {"type": "object", "patternProperties": {"[\\_]": true}}}}),
+            "ECMA-262",
         ),
     ];
     let mut checked = Checked::default();
@@ -561,23 +584,47 @@ const MAP_KEYWORDS: [&str; 5] = [
 /// Every `$ref` in schema positions (not inside `const`, `enum`, `default`,
 /// `examples` or unknown keywords, which are data), with its location.
 fn collect_refs<'v>(schema: &'v Value, at: &str, out: &mut Vec<(String, &'v str)>) {
+    walk_schema(schema, at, &mut |key, value, here| {
+        if key == "$ref" || key == "$dynamicRef" {
+            out.push((here.to_string(), value.as_str().unwrap_or("<not a string>")));
+        }
+    });
+}
+
+/// Every regular expression in schema positions: `pattern` values and
+/// `patternProperties` keys, with their location.
+fn collect_patterns<'v>(schema: &'v Value, at: &str, out: &mut Vec<(String, &'v str)>) {
+    walk_schema(schema, at, &mut |key, value, here| match key {
+        "pattern" => out.push((here.to_string(), value.as_str().unwrap_or("<not a string>"))),
+        "patternProperties" => {
+            for name in value
+                .as_object()
+                .into_iter()
+                .flat_map(|members| members.keys())
+            {
+                out.push((here.to_string(), name.as_str()));
+            }
+        }
+        _ => {}
+    });
+}
+
+/// Calls `visit` with every keyword of every schema in schema positions
+/// (its name, its value and its location), descending into subschemas.
+fn walk_schema<'v>(schema: &'v Value, at: &str, visit: &mut dyn FnMut(&str, &'v Value, &str)) {
     let Value::Object(map) = schema else {
         return;
     };
     for (key, value) in map {
         let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
-        if key == "$ref" || key == "$dynamicRef" {
-            match value.as_str() {
-                Some(reference) => out.push((here, reference)),
-                None => out.push((here, "<not a string>")),
-            }
-        } else if SCHEMA_KEYWORDS.contains(&key.as_str()) && value.is_object() {
-            collect_refs(value, &here, out);
+        visit(key, value, &here);
+        if SCHEMA_KEYWORDS.contains(&key.as_str()) && value.is_object() {
+            walk_schema(value, &here, visit);
         } else if SCHEMA_KEYWORDS.contains(&key.as_str()) || ARRAY_KEYWORDS.contains(&key.as_str())
         {
             if let Value::Array(items) = value {
                 for (i, item) in items.iter().enumerate() {
-                    collect_refs(item, &format!("{here}/{i}"), out);
+                    walk_schema(item, &format!("{here}/{i}"), visit);
                 }
             }
         } else if MAP_KEYWORDS.contains(&key.as_str())
@@ -585,7 +632,7 @@ fn collect_refs<'v>(schema: &'v Value, at: &str, out: &mut Vec<(String, &'v str)
         {
             for (name, member) in members {
                 let name = name.replace('~', "~0").replace('/', "~1");
-                collect_refs(member, &format!("{here}/{name}"), out);
+                walk_schema(member, &format!("{here}/{name}"), visit);
             }
         }
     }

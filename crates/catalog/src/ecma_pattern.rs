@@ -52,7 +52,8 @@ const SYNTAX: &str = "^$\\.*+?()[]{}|/";
 /// `pattern` with the backslash removed before every character that
 /// needs none: outside a class any character but the syntax characters,
 /// inside one any but those and `-` (which would make a range). Letters
-/// and digits keep theirs (`\d`, `\1`, `\p`). `None` when nothing changes.
+/// and digits keep theirs (`\d`, `\1`, `\p`); `\_` becomes `_`. `None`
+/// when nothing changes.
 fn without_identity_escapes(pattern: &str) -> Option<String> {
     let mut out = String::with_capacity(pattern.len());
     let mut in_class = false;
@@ -66,7 +67,6 @@ fn without_identity_escapes(pattern: &str) -> Option<String> {
                     break;
                 };
                 let needless = !next.is_ascii_alphanumeric()
-                    && next != '_'
                     && !SYNTAX.contains(next)
                     && !(in_class && next == '-');
                 if needless {
@@ -193,6 +193,10 @@ mod tests {
             Checked::Rewritten(r"^[a-z]-[0-9]$".into())
         );
         assert_eq!(check(r"^\#\@\:x$"), Checked::Rewritten(r"^#@:x$".into()));
+        assert_eq!(
+            check(r"^[a-zA-Z0-9\-\_]+$"),
+            Checked::Rewritten(r"^[a-zA-Z0-9\-_]+$".into())
+        );
         // Inside a class `\-` stays (removing it would make a range); the
         // other needless escape goes.
         assert_eq!(check(r"[a\-z\#]\-"), Checked::Rewritten(r"[a\-z#]-".into()));
