@@ -42,8 +42,8 @@ pub async fn serve(
     message: Incoming,
     caller: Caller,
 ) -> Result<Reply, RpcError> {
-    let meta = message.params.get("_meta").cloned().unwrap_or(Value::Null);
-    let version = check_version(&meta, headers)?;
+    let meta = message.params.get("_meta").unwrap_or(&Value::Null);
+    let version = check_version(meta, headers)?;
     if !meta.get(CAPABILITIES_KEY).is_some_and(Value::is_object) {
         return Err(invalid_params(format!(
             "Invalid params: _meta must carry {CAPABILITIES_KEY} (an object) on every request"
@@ -192,6 +192,10 @@ fn complete(mut result: Map<String, Value>) -> Value {
     Value::Object(result)
 }
 
+/// `serverInfo` as a value, built once.
+static SERVER_INFO: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| results::value(&server_info()));
+
 /// What every result ends with: `resultType`, then `_meta` (the result's
 /// own, if any) with the server's identity.
 fn completion(meta: Option<Value>) -> [(&'static str, Value); 2] {
@@ -199,7 +203,7 @@ fn completion(meta: Option<Value>) -> [(&'static str, Value); 2] {
         Some(Value::Object(meta)) => meta,
         _ => Map::new(),
     };
-    meta.insert(SERVER_INFO_KEY.to_string(), results::value(&server_info()));
+    meta.insert(SERVER_INFO_KEY.to_string(), SERVER_INFO.clone());
     [
         ("resultType", json!("complete")),
         ("_meta", Value::Object(meta)),

@@ -85,6 +85,16 @@ impl ToolAnswer {
         }
     }
 
+    /// A successful answer already serialised: `text` is the JSON text of
+    /// the payload (so the protocol layer escapes it without serialising
+    /// it again).
+    pub fn ok_text(text: String) -> ToolAnswer {
+        ToolAnswer {
+            body: Body::Text(text),
+            failure: None,
+        }
+    }
+
     /// A successful answer given as the JSON string literal of its text
     /// (a search page).
     pub fn ok_escaped(literal: JsonLiteral) -> ToolAnswer {
@@ -235,6 +245,7 @@ mod tests {
             ToolAnswer::ok(payload.clone()),
             within_budget(ToolAnswer::ok(payload.clone()), 1_000, ""),
             escaped(&text),
+            ToolAnswer::ok_text(text.clone()),
         ] {
             assert_eq!(
                 answer.clone().into_literal().as_str(),

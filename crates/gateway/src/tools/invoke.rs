@@ -72,9 +72,15 @@ async fn invoke_visible(
             );
         }
     }
-    if let Err(problems) = validate(context, tool, &call_arguments) {
+    // Validated as the object it is, then taken back (not copied).
+    let instance = Value::Object(call_arguments);
+    if let Err(problems) = validate(context, tool, &instance) {
         return invalid_arguments(tool, problems);
     }
+    let call_arguments = match instance {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
     dispatch(context, tool, call_arguments).await
 }
 
@@ -125,12 +131,9 @@ fn tool_changed(name: &str) -> ToolAnswer {
     )
 }
 
-/// Every schema violation, with its JSON pointer.
-fn validate(
-    context: &Context,
-    tool: &Tool,
-    arguments: &Map<String, Value>,
-) -> Result<(), Vec<Problem>> {
+/// Every schema violation of `instance` (the arguments object), with its
+/// JSON pointer.
+fn validate(context: &Context, tool: &Tool, instance: &Value) -> Result<(), Vec<Problem>> {
     let index = context
         .served
         .catalog
@@ -146,9 +149,8 @@ fn validate(
             return Ok(());
         }
     };
-    let instance = Value::Object(arguments.clone());
     let problems: Vec<Problem> = validator
-        .iter_errors(&instance)
+        .iter_errors(instance)
         .flat_map(|error| {
             let at = error.instance_path().as_str().to_string();
             match error.kind() {
@@ -422,6 +424,17 @@ fn answer_from(response: BackendResponse, budget: usize) -> ToolAnswer {
     if !response.headers.is_empty() {
         fields.insert("headers".to_string(), Value::Object(response.headers));
     }
+    let success = (200..300).contains(&status);
+    if success {
+        // The whole answer, serialised once, is no shorter than its body:
+        // when it fits, so does the body, and the text is the answer (the
+        // body is not serialised a second time to be measured).
+        if let Ok(text) = serde_json::to_string(&fields)
+            && text.len() + 200 <= budget
+        {
+            return ToolAnswer::ok_text(text);
+        }
+    }
     let size = fields.get("body").map_or(0, |b| b.to_string().len());
     if size + 200 > budget {
         fields.insert("body".to_string(), Value::Null);
@@ -430,7 +443,7 @@ fn answer_from(response: BackendResponse, budget: usize) -> ToolAnswer {
             json!({"reason": "over_budget", "bytes": size}),
         );
     }
-    if (200..300).contains(&status) {
+    if success {
         return ToolAnswer::ok(Value::Object(fields));
     }
     let retryable = RETRYABLE.contains(&status);
