@@ -66,13 +66,13 @@ fn without_identity_escapes(pattern: &str) -> Option<String> {
                     out.push(c);
                     break;
                 };
-                let needless = !next.is_ascii_alphanumeric()
-                    && !SYNTAX.contains(next)
-                    && !(in_class && next == '-');
-                if needless {
-                    changed = true;
-                } else {
+                let needed = next.is_ascii_alphanumeric()
+                    || SYNTAX.contains(next)
+                    || (in_class && next == '-');
+                if needed {
                     out.push(c);
+                } else {
+                    changed = true;
                 }
                 out.push(next);
             }
