@@ -14,6 +14,7 @@ mod client_gateway;
 mod compaction;
 mod corpus;
 mod deploy_manifests;
+mod faulty_backends;
 mod health_cli;
 mod identity_provider;
 mod incremental;

@@ -118,11 +118,21 @@ impl Client {
 fn classify(err: reqwest::Error) -> Failure {
     let maybe_reached = !err.is_connect();
     let mut detail = err.to_string();
+    // tokio-rustls reports a failed handshake (a corrupt record, an
+    // untrusted certificate) as `InvalidData`; the TCP connection itself
+    // fails with an OS error instead.
+    let mut tls_failed = false;
     let mut source = std::error::Error::source(&err);
     while let Some(cause) = source {
         detail.push_str(": ");
         detail.push_str(&cause.to_string());
+        tls_failed |= is_invalid_data(cause);
         source = cause.source();
+    }
+    if tls_failed && err.is_connect() && err.url().is_some_and(|url| url.scheme() == "https") {
+        detail = format!(
+            "the TLS handshake failed: is the backend serving HTTPS on this port, with a certificate the gateway trusts? {detail}"
+        );
     }
     // A connect timeout is a connection failure: nothing was sent.
     if err.is_timeout() && !err.is_connect() {
@@ -134,6 +144,21 @@ fn classify(err: reqwest::Error) -> Failure {
         detail,
         maybe_reached,
     }
+}
+
+/// Whether `cause` is, or wraps, an I/O error of kind `InvalidData`
+/// (hyper-rustls wraps tokio-rustls's error in another I/O error).
+fn is_invalid_data(cause: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(cause);
+    while let Some(io) = current.and_then(|error| error.downcast_ref::<std::io::Error>()) {
+        if io.kind() == std::io::ErrorKind::InvalidData {
+            return true;
+        }
+        current = io
+            .get_ref()
+            .map(|inner| inner as &(dyn std::error::Error + 'static));
+    }
+    false
 }
 
 /// The variable naming the gateway's own address (`http://HOST:PORT`), so a
