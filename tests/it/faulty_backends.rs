@@ -12,7 +12,7 @@
 
 use crate::support::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -737,22 +737,7 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .expect("sezzlee serve starts");
-        let stderr = child.stderr.take().unwrap();
-        let (sender, listening) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(at) = line.find("listening on http://") {
-                    let url: String = line[at + "listening on ".len()..]
-                        .chars()
-                        .take_while(|c| !c.is_whitespace() && *c != '\x1b')
-                        .collect();
-                    let _ = sender.send(url);
-                }
-            }
-        });
-        let url = listening
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the gateway says where it listens");
+        let (url, _logs) = crate::support::listening_url(&mut child);
         Served { child, url }
     }
 

@@ -41,6 +41,43 @@ pub fn sezzlee_binary(keep: Option<&str>) -> std::process::Command {
     command
 }
 
+/// Waits for a `sezzlee serve` child (stderr piped) to log where it
+/// listens: its endpoint URL (`http://…/mcp`), and every line it logs,
+/// kept as they come. Fails if the child exits first or says nothing
+/// within 30 s.
+pub fn listening_url(child: &mut std::process::Child) -> (String, Arc<Mutex<String>>) {
+    use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
+    let stderr = child.stderr.take().expect("stderr piped");
+    let logs = Arc::new(Mutex::new(String::new()));
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let sink = logs.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(at) = line.find("listening on http://") {
+                let url: String = line[at + "listening on ".len()..]
+                    .chars()
+                    .take_while(|c| !c.is_whitespace() && *c != '\x1b')
+                    .collect();
+                let _ = sender.send(url);
+            }
+            let mut logs = sink.lock().unwrap();
+            logs.push_str(&line);
+            logs.push('\n');
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(url) = receiver.recv_timeout(Duration::from_millis(50)) {
+            return (url, logs);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("sezzlee serve exited ({status}): {}", logs.lock().unwrap());
+        }
+        assert!(Instant::now() < deadline, "sezzlee serve did not start");
+    }
+}
+
 /// The demo catalog shipped in `catalogs/`.
 pub fn shipped_catalogs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogs")

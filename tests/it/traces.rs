@@ -11,7 +11,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
 use serde_json::json;
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -194,22 +193,7 @@ async fn exported_spans_reach_an_otlp_receiver_and_the_backend_joins_the_trace()
         .stderr(Stdio::piped())
         .spawn()
         .expect("sezzlee serve starts");
-    let stderr = child.stderr.take().unwrap();
-    let (sender, listening) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(at) = line.find("listening on http://") {
-                let url: String = line[at + "listening on ".len()..]
-                    .chars()
-                    .take_while(|c| !c.is_whitespace() && *c != '\x1b')
-                    .collect();
-                let _ = sender.send(url);
-            }
-        }
-    });
-    let url = listening
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the gateway says where it listens");
+    let (url, _logs) = crate::support::listening_url(&mut child);
     invoke_traced(&url, &caller_traceparent()).await;
 
     // The backend's traceparent: the caller's trace, a span of the gateway's.

@@ -27,7 +27,6 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use sezzlee_gateway::settings::{ApiKeySettings, AuthSettings, JwtSettings};
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, Once, OnceLock};
@@ -1791,34 +1790,9 @@ fn serve(mut command: Command, args: &[&str]) -> Served {
         .stderr(Stdio::piped())
         .spawn()
         .expect("sezzlee serve starts");
-    let stderr = child.stderr.take().unwrap();
-    let logs = Arc::new(Mutex::new(String::new()));
-    let (sender, receiver) = std::sync::mpsc::channel();
-    let sink = logs.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(at) = line.find("listening on http://") {
-                let url: String = line[at + "listening on ".len()..]
-                    .chars()
-                    .take_while(|c| !c.is_whitespace() && *c != '\x1b')
-                    .collect();
-                let _ = sender.send(url.trim_end_matches("/mcp").to_string());
-            }
-            let mut logs = sink.lock().unwrap();
-            logs.push_str(&line);
-            logs.push('\n');
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(base) = receiver.recv_timeout(Duration::from_millis(50)) {
-            return Served { child, base, logs };
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("sezzlee serve exited ({status}): {}", logs.lock().unwrap());
-        }
-        assert!(Instant::now() < deadline, "sezzlee serve did not start");
-    }
+    let (url, logs) = crate::support::listening_url(&mut child);
+    let base = url.trim_end_matches("/mcp").to_string();
+    Served { child, base, logs }
 }
 
 impl Served {
