@@ -593,7 +593,7 @@ fn collect_refs<'v>(schema: &'v Value, at: &str, out: &mut Vec<(String, &'v str)
 
 /// Every regular expression in schema positions: `pattern` values and
 /// `patternProperties` keys, with their location.
-fn collect_patterns<'v>(schema: &'v Value, at: &str, out: &mut Vec<(String, &'v str)>) {
+pub(crate) fn collect_patterns<'v>(schema: &'v Value, at: &str, out: &mut Vec<(String, &'v str)>) {
     walk_schema(schema, at, &mut |key, value, here| match key {
         "pattern" => out.push((here.to_string(), value.as_str().unwrap_or("<not a string>"))),
         "patternProperties" => {
