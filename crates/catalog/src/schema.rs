@@ -19,6 +19,32 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+/// The formats JSON Schema 2020-12 defines (Validation §7.3); a validator
+/// in strict mode refuses a schema naming any other, so other formats
+/// (OpenAPI's `int32`, `double`, a document's own `phone-number`) are
+/// published as a `$comment` instead.
+const FORMATS_2020_12: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
 /// Which OpenAPI dialect a schema is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dialect {
@@ -589,6 +615,10 @@ impl<'r> Converter<'r> {
                     out.insert(key.to_string(), schema);
                 }
             "items" => match value {
+                // An empty tuple constrains nothing, and an empty
+                // `prefixItems` is not a valid 2020-12 schema (found by
+                // crates/catalog/tests/generated_documents.rs).
+                Value::Array(items) if items.is_empty() => {}
                 Value::Array(items) => {
                     let mut converted = Vec::with_capacity(items.len());
                     for item in items {
@@ -629,13 +659,19 @@ impl<'r> Converter<'r> {
             "type" => convert_type(value, out),
             "format" => {
                 if let Some(format) = value.as_str() {
-                    if format == "binary" {
-                        out.insert("contentEncoding".to_string(), json!("base64"));
-                    } else {
-                        if format == "byte" {
+                    match format {
+                        "binary" | "byte" => {
                             out.insert("contentEncoding".to_string(), json!("base64"));
                         }
-                        out.insert(key.to_string(), value.clone());
+                        _ if FORMATS_2020_12.contains(&format) => {
+                            out.insert(key.to_string(), value.clone());
+                        }
+                        // A format a strict validator does not know makes it
+                        // refuse the whole schema (Ajv in strict mode
+                        // throws): kept for the reader as a comment.
+                        _ => {
+                            out.insert("$comment".to_string(), json!(format!("format: {format}")));
+                        }
                     }
                 }
             }
@@ -1350,7 +1386,7 @@ mod tests {
             );
             assert_eq!(
                 convert(dialect, json!({"type": "string", "format": "byte"})),
-                json!({"type": "string", "contentEncoding": "base64", "format": "byte"}),
+                json!({"type": "string", "contentEncoding": "base64"}),
                 "{dialect:?}"
             );
             assert_eq!(
@@ -1360,6 +1396,48 @@ mod tests {
             );
         }
         assert_eq!(convert(Dialect::OpenApi31, json!({"format": 7})), json!({}));
+    }
+
+    #[test]
+    fn formats_strict_validators_do_not_know_become_comments() {
+        for (format, published) in [
+            (
+                "int64",
+                json!({"type": "integer", "$comment": "format: int64"}),
+            ),
+            (
+                "unix-time",
+                json!({"type": "integer", "$comment": "format: unix-time"}),
+            ),
+            ("uuid", json!({"type": "integer", "format": "uuid"})),
+        ] {
+            assert_eq!(
+                convert(
+                    Dialect::OpenApi30,
+                    json!({"type": "integer", "format": format})
+                ),
+                published
+            );
+        }
+        let strict = |schema: &Value| {
+            jsonschema::options()
+                .should_validate_formats(true)
+                .should_ignore_unknown_formats(false)
+                .build(schema)
+                .is_ok()
+        };
+        assert!(
+            !strict(&json!({"format": "int64"})),
+            "the validator is strict"
+        );
+        for format in FORMATS_2020_12 {
+            // This build of the validator has no IDNA tables (the feature
+            // is off), so it does not know the two idn- formats.
+            let known = !format.starts_with("idn-");
+            assert_eq!(strict(&json!({"format": format})), known, "{format}");
+            let converted = convert(Dialect::OpenApi31, json!({"format": format}));
+            assert_eq!(converted, json!({"format": format}));
+        }
     }
 
     #[test]

@@ -88,7 +88,11 @@ fn parse(value: Value) -> Result<Incoming, (Option<Value>, RpcError)> {
     };
     let id = match map.remove("id") {
         None => None,
-        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
+        Some(id @ Value::String(_)) => Some(id),
+        // RequestId is `string | integer` in every MCP revision: a
+        // fractional id would be echoed into a response no client's
+        // schema accepts.
+        Some(Value::Number(n)) if is_integer(&n) => Some(Value::Number(n)),
         Some(_) => {
             return Err((
                 None,
@@ -128,6 +132,12 @@ fn parse(value: Value) -> Result<Incoming, (Option<Value>, RpcError)> {
     Ok(Incoming { id, method, params })
 }
 
+/// An integer as JSON Schema counts them: any number without a fractional
+/// part (`7`, `7.0`, `1e300`).
+fn is_integer(n: &serde_json::Number) -> bool {
+    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,9 +164,16 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": null, "method": "ping"}),
             json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
             json!({"jsonrpc": "2.0", "id": 1, "method": 7}),
+            // Found by tests/it/hostile_callers.rs: a fractional id was
+            // echoed back, into a response no MCP schema accepts.
+            json!({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}),
         ] {
             let (_, err) = *parse_message(bad.clone()).unwrap_err();
             assert_eq!(err.code, INVALID_REQUEST, "{bad}");
+        }
+        for integral in [json!(7.0), json!(1e300), json!(u64::MAX), json!(i64::MIN)] {
+            let request = json!({"jsonrpc": "2.0", "id": integral, "method": "ping"});
+            assert_eq!(parse_message(request).unwrap().id, Some(integral));
         }
         let (id, err) =
             *parse_message(json!({"jsonrpc": "2.0", "id": 2, "method": "x", "params": [1]}))

@@ -22,6 +22,14 @@ use std::time::Duration;
 /// Statuses worth retrying as they are.
 const RETRYABLE: [u16; 5] = [408, 429, 502, 503, 504];
 
+/// Problems an `invalid_arguments` answer lists at most, and characters
+/// of each problem's message: a validator's message quotes the value it
+/// refused, and a 3 MB array of a million wrong items made a million
+/// problems, an 83 MB answer and a minute of work
+/// (`tests/it/hostile_callers.rs`). Validation stops at the first ones.
+const MAX_PROBLEMS: usize = 20;
+const MAX_PROBLEM_CHARS: usize = 300;
+
 pub async fn run(context: &Context<'_>, arguments: &Value) -> ToolAnswer {
     let name = match arguments.get("name") {
         Some(Value::String(name)) => name,
@@ -161,16 +169,18 @@ fn validate(context: &Context, tool: &Tool, instance: &Value) -> Result<(), Vec<
                         .iter()
                         .map(|name| Problem {
                             pointer: format!("{at}/{}", escape_pointer(name)),
-                            message: format!("'{name}' is not an argument of this tool"),
+                            message: clip(format!("'{name}' is not an argument of this tool")),
                         })
                         .collect()
                 }
                 _ => vec![Problem {
                     pointer: at,
-                    message: error.to_string(),
+                    message: clip(error.to_string()),
                 }],
             }
         })
+        // One more than is listed, to know that there are more.
+        .take(MAX_PROBLEMS + 1)
         .collect();
     if problems.is_empty() {
         Ok(())
@@ -179,12 +189,30 @@ fn validate(context: &Context, tool: &Tool, instance: &Value) -> Result<(), Vec<
     }
 }
 
+/// `message` cut to [`MAX_PROBLEM_CHARS`] characters, `…` included.
+fn clip(message: String) -> String {
+    if message.char_indices().nth(MAX_PROBLEM_CHARS).is_none() {
+        return message;
+    }
+    let end = message
+        .char_indices()
+        .nth(MAX_PROBLEM_CHARS - 1)
+        .map_or(message.len(), |(end, _)| end);
+    format!("{}…", &message[..end])
+}
+
 /// A JSON pointer reference token (RFC 6901): `~` → `~0`, `/` → `~1`.
 fn escape_pointer(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-fn invalid_arguments(tool: &Tool, problems: Vec<Problem>) -> ToolAnswer {
+fn invalid_arguments(tool: &Tool, mut problems: Vec<Problem>) -> ToolAnswer {
+    let more = if problems.len() > MAX_PROBLEMS {
+        problems.truncate(MAX_PROBLEMS);
+        format!(" Only the first {MAX_PROBLEMS} problems are listed; there are more.")
+    } else {
+        String::new()
+    };
     let accepted: Vec<&str> = tool.argument_names.iter().map(|name| &**name).collect();
     let listed: Vec<Value> = problems
         .iter()
@@ -207,7 +235,7 @@ fn invalid_arguments(tool: &Tool, problems: Vec<Problem>) -> ToolAnswer {
     ToolAnswer::fail(
         Code::InvalidArguments,
         format!(
-            "The arguments do not match the inputSchema of '{}': {first}. Fix them (see problems and accepted) and call again; nothing was sent to the backend.",
+            "The arguments do not match the inputSchema of '{}': {first}. Fix them (see problems and accepted) and call again; nothing was sent to the backend.{more}",
             tool.name
         ),
         false,
