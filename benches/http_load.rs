@@ -75,7 +75,10 @@
 //! - `HTTP_BENCH_REQUESTS` (default 500): requests per workload per round;
 //! - `HTTP_BENCH_CONCURRENCY` (default `1,16`): caller counts;
 //! - `HTTP_BENCH_MAX_SECS` (default 100): no new round starts after this;
-//! - `HTTP_BENCH_SERVER_THREADS` (default: the number of cores);
+//! - `HTTP_BENCH_SERVER_THREADS` (default: the number of cores): worker
+//!   threads of the runtime the gateways are started on;
+//! - `HTTP_BENCH_SERVE_THREADS` (default: the gateway's, one per core):
+//!   the gateways' `serve_threads`; 0 serves connections on that runtime;
 //! - `HTTP_BENCH_ONLY` (`a` … `j` or a comma list such as `b,c,d`):
 //!   run only those comparisons (profiling);
 //! - `HTTP_BENCH_SEARCH_FOLDER` (default: none): run (a), (e) and (f) on
@@ -430,6 +433,10 @@ fn serve_folder(
         watch: WatchMode::Off,
         demo_backend,
         search_cache_bytes,
+        serve_threads: env_usize(
+            "HTTP_BENCH_SERVE_THREADS",
+            Settings::default().serve_threads,
+        ),
         ..Settings::default()
     };
     let started = Instant::now();

@@ -171,7 +171,8 @@ fn print_p50_table(served: &Served, context: &Context, iters: usize) {
 fn main() {
     let served = load_graph();
     let caller = Caller::anonymous();
-    let backend = Client::new(DEFAULT_MAX_RESPONSE_BYTES).expect("a backend client");
+    // Ranking only: no serving threads, so no per-thread pools.
+    let backend = Client::new(DEFAULT_MAX_RESPONSE_BYTES, 0).expect("a backend client");
     let metrics = sezzlee_gateway::metrics::Metrics::default();
     let context = Context {
         served: &served,

@@ -157,6 +157,10 @@ struct ServeArgs {
     /// [default: 1000].
     #[arg(long, env = "SEZZLEE_SHUTDOWN_DRAIN_MS")]
     shutdown_drain_ms: Option<u64>,
+    /// Threads that serve connections, each running its connections and
+    /// their backend calls alone [default: one per core].
+    #[arg(long, env = "SEZZLEE_SERVE_THREADS")]
+    serve_threads: Option<usize>,
     /// Serve the built-in demo backend under /demo [default: true].
     #[arg(long, env = "SEZZLEE_DEMO_BACKEND")]
     demo_backend: Option<bool>,
@@ -191,6 +195,7 @@ impl ServeArgs {
             max_streams_per_caller: self.max_streams_per_caller,
             shutdown_grace_ms: self.shutdown_grace_ms,
             shutdown_drain_ms: self.shutdown_drain_ms,
+            serve_threads: self.serve_threads,
             demo_backend: self.demo_backend,
         }
     }

@@ -1089,6 +1089,41 @@ async fn a_revision_changes_only_its_operation_and_refuses_stale_pins() {
 
 // ------------------------------------------------------------ 7. the shipped demo
 
+/// Connections are served on `serve_threads` single-threaded runtimes
+/// (taken in turn), each calling backends through its own connection pool,
+/// or on the main runtime with 0: with any count, calls on many
+/// connections (each a fresh client, so a new connection and the next
+/// thread) reach the backend and come back whole, and the gateway stops
+/// cleanly.
+#[tokio::test]
+async fn every_serving_thread_count_serves_calls_end_to_end() {
+    init();
+    for threads in [0, 1, 3] {
+        let mut demo = TestGateway::start(&shipped_catalogs(), |settings| {
+            settings.demo_backend = true;
+            settings.serve_threads = threads;
+        })
+        .await;
+        assert_eq!(demo.gateway.settings.serve_threads, threads);
+        for connection in 1..=7 {
+            demo.client = reqwest::Client::new();
+            let calls = (0..3).map(|_| {
+                demo.tool_ok(
+                    "invoke_tool",
+                    json!({"name": "get_order", "arguments": {"id": 1}}),
+                )
+            });
+            for payload in futures_util::future::join_all(calls).await {
+                assert_eq!(
+                    payload["status"], 200,
+                    "{threads} threads, connection {connection}"
+                );
+                assert_eq!(payload["body"]["id"], 1, "{payload}");
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn the_shipped_demo_works_end_to_end() {
     init();

@@ -1350,8 +1350,12 @@ async fn a_burst_of_one_hundred_edits() {
 
 #[tokio::test]
 async fn a_listener_slower_than_the_changes_gets_the_latest_generation_not_a_backlog() {
+    // Connections served on this test's own single-threaded runtime
+    // (`serve_threads = 0`), so the stream cannot run while the swaps
+    // below are made.
     let live = Live::start(&[("orders.json", orders_json("Slow 0."))], |s| {
         s.watch = WatchMode::Off;
+        s.serve_threads = 0;
     })
     .await;
     let mut slow = live.listen(json!("slow")).await;

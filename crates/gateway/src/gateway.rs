@@ -76,7 +76,8 @@ impl Gateway {
             tracing::error!("auth configuration: {why}; every caller is treated as anonymous");
             Authenticator::deny_all()
         });
-        let backend = Client::new(settings.max_response_bytes).map_err(StartError::Backend)?;
+        let backend = Client::new(settings.max_response_bytes, settings.serve_threads)
+            .map_err(StartError::Backend)?;
         let search_model = match &settings.search_model {
             Some(folder) => Some(Arc::new(
                 TextModel::load(folder).map_err(StartError::SearchModel)?,

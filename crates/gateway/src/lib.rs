@@ -17,6 +17,7 @@ pub mod reload;
 pub mod reply;
 pub mod router;
 pub mod server;
+pub mod serving_threads;
 pub mod settings;
 pub mod status;
 pub mod store;

@@ -15,9 +15,18 @@
 //! listen stream, then holds one 8 KiB read buffer instead of 16 KiB and a
 //! smaller task (`benches/listen_fanout.rs` measures it). HTTP/2 is not
 //! served: axum is built with `http1` only.
+//!
+//! A request must arrive in time: its head within `header_read_timeout`
+//! (hyper's header timeout, which also closes idle keep-alive
+//! connections), and its body within as long again of its head
+//! ([`BodyDeadline`]). Without the second bound a caller could announce a
+//! body, send part of it and stop, and hold the connection and the part
+//! received (up to the body limit) for as long as it liked
+//! (`tests/it/flood.rs`).
 
 use crate::gateway::Gateway;
 use crate::reload::{self, Reloader};
+use crate::serving_threads::ServingThreads;
 use crate::settings::Settings;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -30,10 +39,14 @@ use hyper_util::server::graceful::GracefulShutdown;
 use sezzlee_catalog::diagnostics::codes;
 use sezzlee_catalog::{Severity, Sources};
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tower_service::Service as _;
 
@@ -145,7 +158,7 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
         gateway.settings.endpoint
     );
     gateway.auth.start(gateway.shutdown.subscribe());
-    let connections = Connections::new(&gateway);
+    let connections = Connections::new(&gateway)?;
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -223,22 +236,28 @@ struct Connections {
     watcher: GracefulShutdown,
     closing: Arc<AtomicBool>,
     open: tokio::sync::watch::Sender<usize>,
+    /// How long a request's body may take to arrive after its head.
+    body_deadline: Duration,
+    /// Where connections are served.
+    threads: ServingThreads,
 }
 
 impl Connections {
-    fn new(gateway: &Arc<Gateway>) -> Connections {
+    fn new(gateway: &Arc<Gateway>) -> std::io::Result<Connections> {
         let mut http = http1::Builder::new();
         // Without a timer hyper applies no header timeout at all: a client
         // could hold a socket open forever with half a request.
         http.timer(TokioTimer::new())
             .header_read_timeout(gateway.settings.header_read_timeout);
-        Connections {
+        Ok(Connections {
             app: crate::router::router(gateway.clone()),
             http,
             watcher: GracefulShutdown::new(),
             closing: Arc::new(AtomicBool::new(false)),
             open: tokio::sync::watch::Sender::new(0),
-        }
+            body_deadline: gateway.settings.header_read_timeout,
+            threads: ServingThreads::start(gateway.settings.serve_threads)?,
+        })
     }
 
     fn open(&self) -> usize {
@@ -251,17 +270,26 @@ impl Connections {
         let _ = open.wait_for(|open| *open == 0).await;
     }
 
-    /// Serves an accepted connection on its own task; a failed accept is
-    /// handled by [`accept_failed`].
+    /// Serves an accepted connection on its own task on a serving thread;
+    /// a failed accept is handled by [`accept_failed`].
     async fn accepted(&self, accepted: std::io::Result<(TcpStream, SocketAddr)>) {
         let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(err) => return accept_failed(err).await,
         };
+        // The socket moves to the serving thread's own event loop.
+        let stream = match stream.into_std() {
+            Ok(stream) => stream,
+            Err(err) => {
+                tracing::debug!("connection from {peer} dropped before it was served: {err}");
+                return;
+            }
+        };
         let router = self.app.clone();
         let closing = self.closing.clone();
+        let body_deadline = self.body_deadline;
         let service = service_fn(move |request: Request<Incoming>| {
-            let mut request = request.map(Body::new);
+            let mut request = request.map(|body| Body::new(BodyDeadline::new(body, body_deadline)));
             request.extensions_mut().insert(ConnectInfo(peer));
             let answer = router.clone().call(request);
             let closing = closing.clone();
@@ -275,17 +303,81 @@ impl Connections {
                 Ok::<_, Infallible>(response)
             }
         });
-        let connection = self
-            .watcher
-            .watch(self.http.serve_connection(TokioIo::new(stream), service));
+        let watcher = self.watcher.watcher();
+        let http = self.http.clone();
         self.open.send_modify(|open| *open += 1);
         let open = self.open.clone();
-        tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::trace!("connection from {peer}: {err}");
+        self.threads.spawn(async move {
+            match TcpStream::from_std(stream) {
+                Ok(stream) => {
+                    let connection =
+                        watcher.watch(http.serve_connection(TokioIo::new(stream), service));
+                    if let Err(err) = connection.await {
+                        tracing::trace!("connection from {peer}: {err}");
+                    }
+                }
+                Err(err) => tracing::debug!("connection from {peer} could not be served: {err}"),
             }
             open.send_modify(|open| *open -= 1);
         });
+    }
+}
+
+/// A request body that fails once `limit` has passed since its head was
+/// read without the whole body having arrived: the handler's read of it
+/// fails (`400`, "Unreadable request body"), and the connection, its body
+/// unread, closes after that answer. The timer starts only if the body is
+/// not already there when first read (small bodies come with their head).
+struct BodyDeadline {
+    body: Incoming,
+    limit: Duration,
+    deadline: tokio::time::Instant,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl BodyDeadline {
+    fn new(body: Incoming, limit: Duration) -> BodyDeadline {
+        BodyDeadline {
+            body,
+            limit,
+            deadline: tokio::time::Instant::now() + limit,
+            timer: None,
+        }
+    }
+}
+
+impl hyper::body::Body for BodyDeadline {
+    type Data = axum::body::Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let this = &mut *self;
+        if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        let deadline = this.deadline;
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(format!(
+                "the request body did not arrive within {} ms of its head",
+                this.limit.as_millis()
+            )
+            .into()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 

@@ -64,6 +64,10 @@ pub struct Settings {
     /// that sends nothing (or a trickle) is closed after it, so idle or
     /// slow sockets cannot pile up.
     pub header_read_timeout: Duration,
+    /// Threads that serve connections, each a single-threaded runtime
+    /// (`serving_threads`); default one per core; 0 serves them on the
+    /// main (work-stealing) runtime.
+    pub serve_threads: usize,
     /// Serve the built-in demo backend under `/demo`.
     pub demo_backend: bool,
     /// Identity verification; `None`: everything is public.
@@ -179,6 +183,7 @@ impl Default for Settings {
             max_streams_per_caller: 16,
             shutdown_grace: Duration::from_secs(10),
             shutdown_drain: Duration::from_secs(1),
+            serve_threads: std::thread::available_parallelism().map_or(1, usize::from),
             header_read_timeout: Duration::from_secs(30),
             demo_backend: true,
             auth: None,
@@ -209,6 +214,7 @@ pub struct FileSettings {
     pub shutdown_grace_ms: Option<u64>,
     pub shutdown_drain_ms: Option<u64>,
     pub header_read_timeout_ms: Option<u64>,
+    pub serve_threads: Option<usize>,
     pub demo_backend: Option<bool>,
     pub auth: Option<AuthSettings>,
 }
@@ -235,6 +241,7 @@ pub struct Overrides {
     pub max_streams_per_caller: Option<usize>,
     pub shutdown_grace_ms: Option<u64>,
     pub shutdown_drain_ms: Option<u64>,
+    pub serve_threads: Option<usize>,
     pub demo_backend: Option<bool>,
 }
 
@@ -349,6 +356,9 @@ impl Settings {
         if let Some(v) = overrides.shutdown_drain_ms.or(file.shutdown_drain_ms) {
             s.shutdown_drain = ms(v);
         }
+        if let Some(v) = overrides.serve_threads.or(file.serve_threads) {
+            s.serve_threads = v;
+        }
         if let Some(v) = file.header_read_timeout_ms {
             s.header_read_timeout = ms(v);
         }
@@ -439,6 +449,22 @@ mod tests {
         assert_eq!(s.response_budget, 1000);
         assert_eq!(s.endpoint, "/x");
         assert_eq!(s.max_body_bytes, Settings::default().max_body_bytes);
+    }
+
+    #[test]
+    fn serving_threads_default_to_one_per_core_and_zero_is_allowed() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(Settings::default().serve_threads, cores);
+        for threads in [0, 3] {
+            let given = Overrides {
+                serve_threads: Some(threads),
+                ..Overrides::default()
+            };
+            assert_eq!(
+                Settings::resolve(&given, None).unwrap().serve_threads,
+                threads
+            );
+        }
     }
 
     #[test]

@@ -30,9 +30,13 @@ pub enum Failure {
     Timeout { after: Duration },
 }
 
-/// The shared HTTP client (connection pools are per backend host).
+/// The HTTP clients: one per serving thread (`crate::serving_threads`),
+/// so a backend connection is driven on the thread whose calls use it,
+/// and one for calls made anywhere else; each pools connections per
+/// backend host.
 pub struct Client {
-    http: reqwest::Client,
+    shared: reqwest::Client,
+    per_thread: Vec<reqwest::Client>,
     pub max_response_bytes: usize,
     /// Backend credentials other than the caller's own (`backend.auth`).
     pub credentials: credentials::Credentials,
@@ -43,14 +47,25 @@ impl Client {
     /// start). There is no fallback: any other client would follow
     /// redirects, which a gateway calling APIs on a caller's behalf must
     /// never do, so start-up fails instead.
-    pub fn new(max_response_bytes: usize) -> Result<Client, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .redirect(Policy::none())
-            .connect_timeout(Duration::from_secs(10))
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build()?;
+    /// `serving_threads` is how many threads serve connections (one pool
+    /// each).
+    pub fn new(
+        max_response_bytes: usize,
+        serving_threads: usize,
+    ) -> Result<Client, reqwest::Error> {
+        let build = || {
+            reqwest::Client::builder()
+                .redirect(Policy::none())
+                .connect_timeout(Duration::from_secs(10))
+                .pool_idle_timeout(Duration::from_secs(60))
+                .build()
+        };
+        let per_thread = (0..serving_threads)
+            .map(|_| build())
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Client {
-            http,
+            shared: build()?,
+            per_thread,
             max_response_bytes,
             credentials: credentials::Credentials::new()?,
         })
@@ -68,7 +83,8 @@ impl Client {
                 maybe_reached: false,
             }
         })?;
-        let mut builder = self.http.request(method, &outgoing.url);
+        let http = self.http_here();
+        let mut builder = http.request(method, &outgoing.url);
         for (name, value) in &outgoing.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
@@ -104,13 +120,22 @@ impl Client {
         })?;
         let max = self.max_response_bytes;
         let exchange = async {
-            let response = self.http.execute(request).await.map_err(classify)?;
+            let response = http.execute(request).await.map_err(classify)?;
             response::read(response, max).await
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(Failure::Timeout { after: timeout }),
         }
+    }
+}
+
+impl Client {
+    /// The client of the serving thread this runs on, else the shared one.
+    fn http_here(&self) -> &reqwest::Client {
+        crate::serving_threads::current()
+            .and_then(|index| self.per_thread.get(index))
+            .unwrap_or(&self.shared)
     }
 }
 
