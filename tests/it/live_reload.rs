@@ -1746,7 +1746,7 @@ async fn exited(
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_before_anything_is_closed() {
-    let drain = Duration::from_millis(1500);
+    let drain = Duration::from_millis(3000);
     let folder = tempfile::tempdir().unwrap();
     write(&folder.path().join("orders.yaml"), &orders_yaml("Drain."));
     let (mut served, base) = serve_binary_with(
@@ -1765,11 +1765,23 @@ async fn sigterm_drains_before_anything_is_closed() {
     signal(served.child.id(), "TERM");
     let signalled = Instant::now();
     // Draining: new connections are still accepted and kept alive;
-    // readiness turns 503 at once.
+    // readiness turns 503 as soon as the signal is handled (asynchronously:
+    // a loaded machine may answer one more 200 first, on the same
+    // keep-alive connection).
     let mut fresh = connect().await.unwrap();
-    let (status, headers, body) = exchange(&mut fresh, "/readyz").await.unwrap();
-    assert_eq!(status, 503, "{body}");
-    assert!(!closes(&headers), "{headers:?}");
+    loop {
+        let (status, headers, body) = exchange(&mut fresh, "/readyz").await.unwrap();
+        assert!(!closes(&headers), "{headers:?}");
+        if status == 503 {
+            break;
+        }
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            signalled.elapsed() < drain,
+            "readiness never turned 503 during the drain"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // The connection idle at the signal is served.
     let (status, headers, body) = exchange(&mut idle, "/healthz").await.unwrap();
     assert_eq!(status, 200, "{body}");
