@@ -543,9 +543,10 @@ fn swap_stamp(gateway: &Arc<Gateway>) -> std::thread::JoinHandle<Option<u64>> {
 /// Whether two versions of a file share their parse (not parsed again).
 fn same_parse(a: &Option<Parsed>, b: &Option<Parsed>) -> bool {
     match (a, b) {
-        (Some(Parsed::Json(a)), Some(Parsed::Json(b))) => Arc::ptr_eq(a, b),
+        (Some(Parsed::Json(a, _)), Some(Parsed::Json(b, _))) => Arc::ptr_eq(a, b),
         (Some(Parsed::Sidecar(a)), Some(Parsed::Sidecar(b))) => Arc::ptr_eq(a, b),
-        (Some(Parsed::OnDisk), Some(Parsed::OnDisk)) | (None, None) => true,
+        (Some(Parsed::Packed(a)), Some(Parsed::Packed(b))) => Arc::ptr_eq(a, b),
+        (None, None) => true,
         _ => false,
     }
 }

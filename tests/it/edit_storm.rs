@@ -41,18 +41,13 @@
 //!   and `tool_changed` for tools that changed or went away; every answer
 //!   valid per the MCP schema of its era).
 //!
-//! One refinement of "last valid content", found by this storm: the server
-//! does not keep parsed documents, so it cannot build a broken document
-//! from its last good version again, nor a document whose `$ref`ed fragment
-//! is broken; when such a document's inputs change (its sidecar, its
-//! fragment, or the document itself while its fragment is broken) it keeps
-//! the tools as they were, with the warning "could not be read again", and
-//! a new document in that case has no tools. The model follows that per
-//! document (what each document's tools were last built from; each
-//! document `$ref`s only its own fragment, so that state fits one folder),
-//! and checks that `/status` names exactly those documents. With
-//! `SEZZLEE_STORM_ORACLE=last-good-content` the oracle is the plain rule
-//! instead, and the storm fails where the two differ.
+//! A broken file keeps its last good content, including when its sidecar
+//! or a fragment it `$ref`s changes (and a document rebuilt while its
+//! fragment is broken uses the fragment's last good content): the gateway
+//! keeps every file's last good bytes, compressed, and builds from them.
+//! That is what the model checks, per path; and after every quiet period
+//! no diagnostic in `/status` says "could not be read again" (a kept copy
+//! that did not build).
 //!
 //! At the end the four streams are still open, the server is alive, its log
 //! has no panic and no failed rebuild, and the generations it logged for
@@ -209,8 +204,7 @@ enum Role {
     },
     /// The sidecar of the document with that prefix.
     Sidecar { prefix: &'static str },
-    /// Schemas one document `$ref`s (one per document, so the state each
-    /// document was last built from can be written back in one folder).
+    /// Schemas one document `$ref`s.
     Fragment,
 }
 
@@ -334,30 +328,6 @@ fn valid(rel: &str, bytes: &[u8]) -> bool {
     }
 }
 
-/// Whether valid bytes are an API document (a build then depends on the
-/// document's sidecar too).
-fn is_api_document(rel: &str, bytes: &[u8]) -> bool {
-    parse_bytes(rel, bytes).is_ok_and(|value| {
-        value["openapi"]
-            .as_str()
-            .is_some_and(|v| v.starts_with("3.0") || v.starts_with("3.1"))
-            || value["swagger"] == "2.0"
-    })
-}
-
-/// One file a document's build read: its state as the server compares it
-/// (the bytes serving, else the current bytes; `None`: absent) and the
-/// bytes serving.
-#[derive(Clone, Debug, PartialEq)]
-struct Input {
-    state: Option<Vec<u8>>,
-    serving: Option<Vec<u8>>,
-}
-
-/// What a document's tools were built from: the document, its sidecar
-/// (API documents) and its fragment (when it `$ref`s it), by path.
-type Unit = BTreeMap<&'static str, Input>;
-
 fn write_file(path: &Path, bytes: &[u8]) {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).unwrap();
@@ -392,17 +362,6 @@ struct Folder {
     serial: u64,
     /// The ConfigMap's current `..<timestamp>` folder.
     configmap: String,
-    /// Per document, the inputs of the tools the server serves for it
-    /// (`None`: none), as of the last checkpoint. The server rebuilds a
-    /// document whose inputs changed only when it can read the document
-    /// and its fragment again; otherwise it keeps the tools as they were
-    /// ("could not be read again"), or has none for a new one.
-    units: BTreeMap<&'static str, Option<Unit>>,
-    /// Documents a rescan during this burst may have rebuilt (readable,
-    /// inputs changed): they must not end the burst unreadable.
-    unit_tainted: BTreeSet<&'static str>,
-    /// [`is_api_document`], remembered by content (the model asks often).
-    api_documents: std::cell::RefCell<HashMap<Vec<u8>, bool>>,
     by_kind: BTreeMap<&'static str, usize>,
     edits: usize,
     /// Every edit, one line each, for a failure report.
@@ -416,9 +375,6 @@ impl Folder {
             backend: backend.to_string(),
             rng,
             slots: BTreeMap::new(),
-            units: BTreeMap::new(),
-            unit_tainted: BTreeSet::new(),
-            api_documents: Default::default(),
             serial: 0,
             configmap: "..2026_04_01_12_00_00.000000".to_string(),
             by_kind: BTreeMap::new(),
@@ -461,112 +417,18 @@ impl Folder {
             );
         }
         symlink(&folder.configmap, dir.join("..data")).unwrap();
-        for document in folder.documents() {
-            let unit = folder.unit_inputs(document);
-            folder.units.insert(document, unit);
-        }
         folder
     }
 
-    fn documents(&self) -> Vec<&'static str> {
-        self.slots
-            .iter()
-            .filter(|(_, slot)| matches!(slot.role, Role::Document { .. }))
-            .map(|(rel, _)| *rel)
-            .collect()
-    }
-
-    fn sidecar_of(&self, prefix: &str) -> Option<&'static str> {
-        self.slots
-            .iter()
-            .find(|(_, slot)| matches!(slot.role, Role::Sidecar { prefix: p } if p == prefix))
-            .map(|(rel, _)| *rel)
-    }
-
-    /// A path as the server sees it now (last good as of the checkpoint).
-    fn input(&self, rel: &str) -> Input {
+    /// What the server serves at `rel` now: the current content when it
+    /// is valid, else the last good one (as of the last checkpoint);
+    /// nothing when the path is absent (a deleted path forgets it).
+    fn serving_at(&self, rel: &str) -> Option<Vec<u8>> {
         let slot = &self.slots[rel];
-        let serving = match &slot.current {
+        match &slot.current {
             None => None,
             Some(bytes) if slot.valid => Some(bytes.clone()),
             Some(_) => slot.last_good.clone(),
-        };
-        let state = slot
-            .current
-            .as_ref()
-            .map(|bytes| serving.clone().unwrap_or_else(|| bytes.clone()));
-        Input { state, serving }
-    }
-
-    /// The fragment a document's content `$ref`s, if any.
-    fn fragment_of(&self, document: &str, content: &[u8]) -> Option<&'static str> {
-        let Role::Document {
-            fragment: Some(fragment),
-            ..
-        } = self.slots[document].role
-        else {
-            return None;
-        };
-        String::from_utf8_lossy(content)
-            .contains(fragment)
-            .then_some(fragment)
-    }
-
-    /// What a build of `document` would read now (`None`: nothing serves
-    /// at its path, so it has no tools).
-    fn unit_inputs(&self, document: &'static str) -> Option<Unit> {
-        let own = self.input(document);
-        let serving = own.serving.clone()?;
-        let Role::Document { prefix, .. } = self.slots[document].role else {
-            unreachable!("{document} is a document")
-        };
-        let mut unit = Unit::new();
-        unit.insert(document, own);
-        let api_document = *self
-            .api_documents
-            .borrow_mut()
-            .entry(serving.clone())
-            .or_insert_with(|| is_api_document(document, &serving));
-        if api_document && let Some(sidecar) = self.sidecar_of(prefix) {
-            unit.insert(sidecar, self.input(sidecar));
-        }
-        if let Some(fragment) = self.fragment_of(document, &serving) {
-            unit.insert(fragment, self.input(fragment));
-        }
-        Some(unit)
-    }
-
-    /// Whether a build can read `document` and its fragment again: both
-    /// hold on disk what serves (a broken file's last good version is no
-    /// longer on disk).
-    fn readable(&self, document: &str) -> bool {
-        let slot = &self.slots[document];
-        let Some(current) = slot.current.as_ref().filter(|_| slot.valid) else {
-            return false;
-        };
-        match self.fragment_of(document, current) {
-            None => true,
-            Some(fragment) => {
-                let fragment = &self.slots[fragment];
-                fragment.current.is_none() || fragment.valid || fragment.last_good.is_none()
-            }
-        }
-    }
-
-    /// Marks the documents a rescan now might rebuild.
-    fn taint_units(&mut self) {
-        for document in self.documents() {
-            if !self.readable(document) {
-                continue;
-            }
-            let inputs = self.unit_inputs(document);
-            let tainted_input = inputs
-                .iter()
-                .flat_map(|unit| unit.keys())
-                .any(|rel| self.slots[rel].tainted);
-            if tainted_input || inputs != self.units[document] {
-                self.unit_tainted.insert(document);
-            }
         }
     }
 
@@ -593,7 +455,6 @@ impl Folder {
         slot.tainted |= taints;
         slot.current = state;
         slot.valid = is_valid;
-        self.taint_units();
     }
 
     /// Where in-place writes to `rel` go: the file itself, or the link's target.
@@ -1180,88 +1041,29 @@ impl Folder {
 
     /// Ends the burst where the server's state is certain: a valid save of
     /// every path left broken after it went through another valid content
-    /// or absence, and of every document (or its fragment) left unreadable
-    /// after a rescan may have rebuilt it. Returns how many saves.
+    /// or absence (the server may have made that its last good, or
+    /// forgotten it). Returns how many saves.
     fn fix_up(&mut self, label: &str) -> usize {
         let mut saves = 0;
-        loop {
-            let broken = self
-                .slots
-                .iter()
-                .find(|(_, slot)| slot.tainted && slot.current.is_some() && !slot.valid)
-                .map(|(rel, _)| *rel);
-            let unreadable =
-                self.unit_tainted.iter().copied().find(|document| {
-                    self.unit_inputs(document).is_some() && !self.readable(document)
-                });
-            let rel = match (broken, unreadable) {
-                (Some(rel), _) => rel,
-                (None, Some(document)) => {
-                    let slot = &self.slots[document];
-                    if slot.valid {
-                        let current = slot.current.clone().unwrap_or_default();
-                        self.fragment_of(document, &current)
-                            .expect("an unreadable fragment")
-                    } else {
-                        document
-                    }
-                }
-                (None, None) => return saves,
-            };
+        while let Some(rel) = self
+            .slots
+            .iter()
+            .find(|(_, slot)| slot.tainted && slot.current.is_some() && !slot.valid)
+            .map(|(rel, _)| *rel)
+        {
             self.save_valid(rel, label);
             saves += 1;
         }
-    }
-
-    /// The checkpoint's rescan, as the server does it per document:
-    /// unchanged inputs keep the tools; changed ones rebuild them when the
-    /// document can be read again, else keep them as they were (the
-    /// documents returned first) or leave a new document without tools (the
-    /// documents returned second).
-    fn rescan_units(&mut self) -> (BTreeSet<&'static str>, BTreeSet<&'static str>) {
-        let (mut kept, mut unbuilt) = (BTreeSet::new(), BTreeSet::new());
-        for document in self.documents() {
-            let Some(inputs) = self.unit_inputs(document) else {
-                self.units.insert(document, None);
-                continue;
-            };
-            if self.units[document].as_ref() == Some(&inputs) {
-                continue;
-            }
-            if self.readable(document) {
-                self.units.insert(document, Some(inputs));
-            } else if self.units[document].is_some() {
-                kept.insert(document);
-            } else {
-                unbuilt.insert(document);
-            }
-        }
-        (kept, unbuilt)
+        saves
     }
 
     /// The folder `sezzlee check --emit` must see to give what the server
-    /// serves: each document with the inputs its tools were built from.
-    fn built_from(&self) -> BTreeMap<String, Vec<u8>> {
-        let mut files = BTreeMap::new();
-        for unit in self.units.values().flatten() {
-            for (rel, input) in unit {
-                if let Some(bytes) = &input.serving {
-                    files.insert(rel.to_string(), bytes.clone());
-                }
-            }
-        }
-        files
-    }
-
-    /// What the issue's rule says the server serves: per path, the current
-    /// content when valid, else the last good one.
+    /// serves (the issue's rule): per path, the current content when valid,
+    /// else the last good one.
     fn serving(&self) -> BTreeMap<String, Vec<u8>> {
         self.slots
             .keys()
-            .filter_map(|rel| {
-                let serving = self.input(rel).serving?;
-                Some((rel.to_string(), serving))
-            })
+            .filter_map(|rel| Some((rel.to_string(), self.serving_at(rel)?)))
             .collect()
     }
 
@@ -1279,7 +1081,6 @@ impl Folder {
             }
             slot.tainted = false;
         }
-        self.unit_tainted.clear();
     }
 
     /// The sentinel for checkpoint `k`: no tools, one diagnostic naming it.
@@ -1997,10 +1798,6 @@ struct Checks {
     oracle_runs: usize,
     oracle_cached: usize,
     load_checks: usize,
-    /// Checkpoints × documents whose tools were kept as they were.
-    kept: usize,
-    /// Checkpoints × new documents left without tools.
-    unbuilt: usize,
 }
 
 /// Where the storm's time went.
@@ -2018,27 +1815,8 @@ struct Phases {
     checks: Duration,
 }
 
-/// What the served catalog is compared with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Oracle {
-    /// Each document built from the inputs the server could last read (the
-    /// documented behaviour: a document that cannot be read again keeps its
-    /// tools as they were).
-    BuiltFrom,
-    /// Each path's current content when valid, else its last good content
-    /// (`SEZZLEE_STORM_ORACLE=last-good-content`): the issue's rule, which
-    /// the gateway does not follow when a broken document's sidecar or
-    /// fragment changes, or a fragment is broken when its document changes.
-    LastGoodContent,
-}
-
 async fn run(watch: Watch, seed: u64, target_edits: usize) {
     let started = Instant::now();
-    let oracle = match std::env::var("SEZZLEE_STORM_ORACLE").as_deref() {
-        Ok("last-good-content") => Oracle::LastGoodContent,
-        Ok("built-from") | Err(_) => Oracle::BuiltFrom,
-        Ok(other) => panic!("SEZZLEE_STORM_ORACLE={other}: built-from or last-good-content"),
-    };
     // What SEZZLEE_STORM_SEED must say to replay this run.
     let replay = match watch {
         Watch::Events => seed,
@@ -2067,7 +1845,7 @@ async fn run(watch: Watch, seed: u64, target_edits: usize) {
     let mut checks = Checks::default();
 
     // The first checkpoint: the folder as written, generation 0.
-    let files = folder.built_from();
+    let files = folder.serving();
     let expected = check_emit(&files);
     checks.oracle_runs += 1;
     oracles.insert(files, expected.clone());
@@ -2153,13 +1931,7 @@ async fn run(watch: Watch, seed: u64, target_edits: usize) {
         for (reader, task) in readers.iter_mut().zip(reader_tasks) {
             reader.task = task;
         }
-        let (kept, unbuilt) = folder.rescan_units();
-        checks.kept += kept.len();
-        checks.unbuilt += unbuilt.len();
-        let serving = match oracle {
-            Oracle::BuiltFrom => folder.built_from(),
-            Oracle::LastGoodContent => folder.serving(),
-        };
+        let serving = folder.serving();
         // A change must be picked up on its own (the watcher or the poll)
         // before the sentinel makes a rescan certain; the sentinel goes as
         // soon as a new generation shows, while the oracle may still run.
@@ -2231,33 +2003,7 @@ async fn run(watch: Watch, seed: u64, target_edits: usize) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         drop(view);
-        if oracle == Oracle::BuiltFrom {
-            // The documents whose tools were kept as they were, and the new
-            // ones left without tools, are exactly those the model says.
-            let status = endpoint.status().await;
-            let files_saying = |needle: &str| -> BTreeSet<String> {
-                status["diagnostics"]
-                    .as_array()
-                    .expect("diagnostics")
-                    .iter()
-                    .filter(|d| d["message"].as_str().unwrap_or("").contains(needle))
-                    .map(|d| d["file"].as_str().unwrap_or("").to_string())
-                    .collect()
-            };
-            let names = |set: &BTreeSet<&str>| -> BTreeSet<String> {
-                set.iter().map(|rel| rel.to_string()).collect()
-            };
-            assert_eq!(
-                files_saying("could not be read again"),
-                names(&kept),
-                "{label}: documents whose tools are kept as they were"
-            );
-            assert_eq!(
-                files_saying("changed while it was being read"),
-                names(&unbuilt),
-                "{label}: new documents that could not be read"
-            );
-        }
+        assert_every_copy_built(&endpoint, &label).await;
 
         // ---- the generation
         if changed {
@@ -2430,8 +2176,8 @@ async fn run(watch: Watch, seed: u64, target_edits: usize) {
          edits by kind: {by_kind}\n  \
          quiet periods checked: {} (+1 at the start; content changed in {}, single atomic edits with exact generation checks {}, \
          served catalog not yet settled when first read {}), tools loaded one by one and compared {}\n  \
-         oracle ({:?}): sezzlee check --emit run {} times ({} checkpoints reused a folder content); \
-         documents kept as they were (could not be read again) {} times, new documents left without tools {} times\n  \
+         oracle (last good content): sezzlee check --emit run {} times ({} checkpoints reused a folder content); \
+         no diagnostic said \"could not be read again\"\n  \
          generations: 0 → {previous_generation}; swaps logged {} (each +0 or +1)\n  \
          client requests: {requests} ({outcomes}); backend calls {}; none failed outside the contract\n  \
          listen streams: 4 open from start to end; list_changed received {:?} (three readers, one slow)\n  \
@@ -2450,14 +2196,34 @@ async fn run(watch: Watch, seed: u64, target_edits: usize) {
         checks.strict,
         checks.transient,
         checks.load_checks,
-        oracle,
         checks.oracle_runs,
         checks.oracle_cached,
-        checks.kept,
-        checks.unbuilt,
         swaps.len(),
         backend.count(),
         notifications,
+    );
+}
+
+/// Fails when a diagnostic in `/status` says a file "could not be read
+/// again": the gateway keeps every file's last good bytes, so each
+/// document is built from them; that diagnostic means a kept copy failed
+/// to build, and its tools were kept as they were or left out.
+async fn assert_every_copy_built(endpoint: &Endpoint, label: &str) {
+    let status = endpoint.status().await;
+    let unread: Vec<&Value> = status["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .filter(|d| {
+            d["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("could not be read again")
+        })
+        .collect();
+    assert!(
+        unread.is_empty(),
+        "{label}: files that could not be read again from their kept copy: {unread:?}"
     );
 }
 

@@ -85,7 +85,7 @@ pub fn build_catalog(
                     codes::PARSE_ERROR,
                     &rel,
                     "",
-                    "a file this document is built from could not be read again (it is changing, or only its last good version is known); its tools are kept as they were".to_string(),
+                    "a file this document is built from could not be read again from the copy kept of it; its tools are kept as they were".to_string(),
                 ));
                 units.push(before.clone());
             }
@@ -93,7 +93,7 @@ pub fn build_catalog(
                 codes::PARSE_ERROR,
                 &rel,
                 "",
-                "the file changed while it was being read; it is read again at the next scan"
+                "a file this document is built from could not be read again from the copy kept of it; it is read again at the next scan"
                     .to_string(),
             )),
         }

@@ -17,6 +17,7 @@ mod input;
 pub mod naming;
 mod openapi;
 mod output;
+pub mod packed;
 pub mod refs;
 pub mod revision;
 pub mod schema;

@@ -95,8 +95,8 @@ impl<'a> Resolver<'a> {
         self.asked.borrow().clone()
     }
 
-    /// Whether a served file could not be read again (it changed on disk
-    /// since the scan, or its last good version is no longer there).
+    /// Whether a served file could not be read again (its kept bytes did
+    /// not inflate and parse as they did when scanned: never expected).
     pub fn had_unreadable(&self) -> bool {
         self.unreadable.get()
     }

@@ -5,12 +5,16 @@
 //! parsing keeps serving the last version that did. A rescan reads again
 //! only files whose metadata changed (size, times, inode), so an idle folder
 //! of thousands of documents costs a `stat` per file. A served gateway does
-//! not keep parsed documents in memory ([`Sources::release_parsed`]): a
-//! rebuild reads a document again from disk ([`Sources::load`]) only when
-//! something it was built from changed; only a last good version that is no
-//! longer on disk stays parsed. Everything after [`Sources`] is a pure
+//! not keep parsed documents in memory ([`Sources::release_parsed`]): each
+//! file that parsed is kept as its compressed bytes ([`Packed`]), and a
+//! rebuild parses a document again ([`Sources::load`]) only when something
+//! it was built from changed. The build reads exactly the bytes the scan
+//! read, and the last good version of a file that is broken now is always
+//! at hand, so a document is rebuilt from its last good content when its
+//! sidecar or a fragment changes. Everything after [`Sources`] is a pure
 //! function of it.
 
+use super::packed::Packed;
 use super::sidecar::Sidecar;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -25,13 +29,14 @@ const MAX_DEPTH: usize = 32;
 /// What a file holds once parsed.
 #[derive(Debug, Clone)]
 pub enum Parsed {
-    /// Any JSON/YAML file: an API document or a file other documents `$ref`.
-    Json(Arc<Value>),
+    /// Any JSON/YAML file: an API document or a file other documents
+    /// `$ref`; with its bytes compressed, kept when the parse is released.
+    Json(Arc<Value>, Arc<Packed>),
     /// A validated sidecar (`NAME.sezzlee.json|yaml`).
     Sidecar(Arc<Sidecar>),
-    /// A JSON/YAML file that parsed, read again from disk when a build
-    /// needs it ([`Sources::load`]).
-    OnDisk,
+    /// A JSON/YAML file that parsed, kept as its compressed bytes and
+    /// parsed again when a build needs it ([`Sources::load`]).
+    Packed(Arc<Packed>),
 }
 
 /// Why a file's current bytes are not being used.
@@ -57,22 +62,17 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
-    /// Forgets the parse when the file on disk holds it: not for a file
-    /// whose current bytes do not parse (its last good version is only here).
-    /// The parses forgotten go to `released`.
+    /// Forgets the parse, keeping the compressed bytes it was parsed
+    /// from. The parses forgotten go to `released`.
     fn release(&mut self, released: &mut Vec<Arc<Value>>) {
-        if self.current.is_err() {
-            return;
-        }
         for parsed in [self.current.as_mut().ok(), self.serving.as_mut()]
             .into_iter()
             .flatten()
         {
-            if !matches!(parsed, Parsed::Json(_)) {
-                continue;
-            }
-            if let Parsed::Json(value) = std::mem::replace(parsed, Parsed::OnDisk) {
-                released.push(value);
+            if let Parsed::Json(value, packed) = parsed {
+                let packed = Parsed::Packed(packed.clone());
+                released.push(value.clone());
+                *parsed = packed;
             }
         }
     }
@@ -228,46 +228,48 @@ impl Sources {
         }
     }
 
-    /// Forgets the parsed documents that can be read again from disk (a
-    /// served gateway calls this after each build): only sidecars and last
-    /// good versions no longer on disk stay parsed. Returns what it forgot,
-    /// for the caller to drop where it likes (a large document's tree takes
-    /// milliseconds to free).
+    /// Forgets the parsed documents (a served gateway calls this after each
+    /// build), keeping each as its compressed bytes; only sidecars stay
+    /// parsed. Returns what it forgot, for the caller to drop where it
+    /// likes (a large document's tree takes milliseconds to free).
     pub fn release_parsed(&mut self) -> Released {
         let mut released = Vec::new();
-        if self.dir.is_some() {
-            for file in self.files.values_mut() {
-                file.release(&mut released);
-            }
+        for file in self.files.values_mut() {
+            file.release(&mut released);
         }
         Released(released)
     }
 
-    /// The parsed JSON/YAML file that serves at `rel`: kept in memory, or
-    /// read again from disk. `None` when it is not a serving JSON/YAML
-    /// file, or when it changed on disk since the scan (the next scan reads
-    /// it and rebuilds what depends on it).
+    /// The parsed JSON/YAML file that serves at `rel`: its current bytes,
+    /// else its last good ones, as the scan read them (kept parsed, or
+    /// inflated and parsed again). `None` when it is not a serving
+    /// JSON/YAML file.
     pub fn load(&self, rel: &str) -> Option<Arc<Value>> {
-        let file = self.files.get(rel)?;
-        match file.serving.as_ref()? {
-            Parsed::Json(value) => Some(value.clone()),
+        match self.files.get(rel)?.serving.as_ref()? {
+            Parsed::Json(value, _) => Some(value.clone()),
             Parsed::Sidecar(_) => None,
-            Parsed::OnDisk => {
-                let bytes = std::fs::read(self.dir.as_ref()?.join(rel)).ok()?;
-                let hash: [u8; 32] = Sha256::digest(&bytes).into();
-                if Some(hash) != file.serving_hash {
-                    return None;
-                }
-                parse_bytes(rel, &bytes).ok().map(Arc::new)
-            }
+            Parsed::Packed(packed) => parse_bytes(rel, &packed.unpack()?).ok().map(Arc::new),
         }
+    }
+
+    /// Compressed bytes held for the files' last good versions.
+    pub fn packed_bytes(&self) -> usize {
+        self.files
+            .values()
+            .flat_map(|file| [file.current.as_ref().ok(), file.serving.as_ref()])
+            .flatten()
+            .filter_map(|parsed| match parsed {
+                Parsed::Json(_, packed) | Parsed::Packed(packed) => Some(packed.held()),
+                Parsed::Sidecar(_) => None,
+            })
+            .sum()
     }
 
     /// The relative paths of the serving JSON/YAML files that are not
     /// sidecars: API documents and the files they `$ref`.
     pub fn json_paths(&self) -> impl Iterator<Item = &Arc<str>> {
         self.files.iter().filter_map(|(rel, file)| {
-            matches!(file.serving, Some(Parsed::Json(_) | Parsed::OnDisk)).then_some(rel)
+            matches!(file.serving, Some(Parsed::Json(..) | Parsed::Packed(_))).then_some(rel)
         })
     }
 
@@ -399,7 +401,7 @@ fn parse_file(rel: &str, bytes: &[u8]) -> Result<Parsed, FileError> {
         })?;
         return Ok(Parsed::Sidecar(Arc::new(sidecar)));
     }
-    Ok(Parsed::Json(Arc::new(value)))
+    Ok(Parsed::Json(Arc::new(value), Arc::new(Packed::pack(bytes))))
 }
 
 /// JSON for `.json`, YAML otherwise. An empty file is an error, not an
@@ -519,7 +521,7 @@ mod tests {
             Sources::from_files([("a.json".to_string(), b"{ broken".to_vec())], Some(&first));
         let file = &second.files["a.json"];
         assert!(file.current.is_err());
-        assert!(matches!(&file.serving, Some(Parsed::Json(v)) if v["openapi"] == "3.0.0"));
+        assert!(matches!(&file.serving, Some(Parsed::Json(v, _)) if v["openapi"] == "3.0.0"));
         let third = Sources::from_files([("b.json".to_string(), b"{}".to_vec())], Some(&second));
         assert!(!third.files.contains_key("a.json"), "deleted files go away");
     }
