@@ -747,6 +747,22 @@ async fn malformed_json_and_batches_are_protocol_errors() {
             .post_raw(r#"{"jsonrpc": "2.0", "id": 1, "method": "#, &refs)
             .await;
         assert_idless_error(&reply, 400, -32700);
+        // A lone surrogate escape (contract §3.4): malformed, at its place.
+        let reply = gw
+            .post_raw(
+                r#"{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"q": "\ud83d"}}"#,
+                &refs,
+            )
+            .await;
+        assert_idless_error(&reply, 400, -32700);
+        let message = reply.json()["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        assert!(
+            message.contains("surrogate") && message.contains("line 1 column"),
+            "{message}"
+        );
     }
 
     let modern_batch = json!([modern]);

@@ -468,7 +468,11 @@ impl<'r> Converter<'r> {
 
     /// `$defs` key for a target: the component's own name for the
     /// document's component schemas, otherwise the last pointer segment
-    /// with a short hash of the full location so names never clash.
+    /// with a short hash of the location so names never clash. The
+    /// location is the pointer in the document itself, else the file's
+    /// path from the document's folder and the pointer: what the document
+    /// says, never where the folder keeps it, so the same document under
+    /// another name or folder gets the same versions.
     pub fn def_name(&self, target: &RefTarget) -> String {
         let segments: Vec<&str> = target.pointer.split('/').skip(1).collect();
         let component = match segments.as_slice() {
@@ -491,7 +495,12 @@ impl<'r> Converter<'r> {
         if local && component.is_some() && safe == decoded && !safe.is_empty() {
             return safe;
         }
-        let digest = Sha256::digest(format!("{}#{}", target.file, target.pointer).as_bytes());
+        let file = if local {
+            String::new()
+        } else {
+            path_from_folder_of(&self.document, &target.file)
+        };
+        let digest = Sha256::digest(format!("{file}#{}", target.pointer).as_bytes());
         let short: String = digest.iter().take(3).map(|b| format!("{b:02x}")).collect();
         format!("{safe}_{short}")
     }
@@ -863,10 +872,44 @@ fn make_nullable(mut out: Map<String, Value>) -> Value {
     }
 }
 
+/// `file`'s path from the folder `document` is in (both `/`-separated and
+/// relative to the catalogs folder): `common/x.yaml` beside it,
+/// `../shared/x.yaml` one folder up.
+fn path_from_folder_of(document: &str, file: &str) -> String {
+    let folder: Vec<&str> = document.split('/').collect();
+    let folder = &folder[..folder.len() - 1];
+    let target: Vec<&str> = file.split('/').collect();
+    let shared = folder
+        .iter()
+        .zip(&target)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut parts = vec![".."; folder.len() - shared];
+    parts.extend(&target[shared..]);
+    parts.join("/")
+}
+
 #[cfg(test)]
 mod tests {
     //! One test per conversion rule, on small inline schemas. Each asserts
     //! the exact output today, per dialect where the dialects differ.
+
+    #[test]
+    fn paths_are_told_from_the_documents_folder() {
+        assert_eq!(
+            path_from_folder_of("api.json", "common.yaml"),
+            "common.yaml"
+        );
+        assert_eq!(
+            path_from_folder_of("apis/orders.yaml", "apis/common/x.yaml"),
+            "common/x.yaml"
+        );
+        assert_eq!(
+            path_from_folder_of("apis/orders.yaml", "shared/x.yaml"),
+            "../shared/x.yaml"
+        );
+        assert_eq!(path_from_folder_of("a/b/c.json", "x.json"), "../../x.json");
+    }
 
     use super::*;
 
@@ -874,8 +917,17 @@ mod tests {
 
     /// The catalogs folder: `api.json` holding `document`, plus any `others`.
     fn folder(document: Value, others: &[(&str, Value)]) -> BTreeMap<Arc<str>, Arc<Value>> {
+        folder_at(FILE, document, others)
+    }
+
+    /// Files of a folder: `document` at `path`, and `others`.
+    fn folder_at(
+        path: &str,
+        document: Value,
+        others: &[(&str, Value)],
+    ) -> BTreeMap<Arc<str>, Arc<Value>> {
         let mut files = BTreeMap::new();
-        files.insert(Arc::from(FILE), Arc::new(document));
+        files.insert(Arc::from(path), Arc::new(document));
         for (name, value) in others {
             files.insert(Arc::from(*name), Arc::new(value.clone()));
         }
@@ -1116,12 +1168,12 @@ mod tests {
         // A component name that is not [A-Za-z0-9._-]: made safe, and hashed.
         assert_eq!(
             converter.def_name(&target(FILE, "/components/schemas/a b")),
-            "a_b_efaf0d"
+            "a_b_eb3595"
         );
         // Anywhere else in the document: last segment plus a hash.
         assert_eq!(
             converter.def_name(&target(FILE, "/paths/~1x/get/parameters/0/schema")),
-            "schema_f40f6b"
+            "schema_b42160"
         );
         // Another file, even at a component-like pointer: hashed.
         assert_eq!(
@@ -1136,6 +1188,24 @@ mod tests {
         assert_eq!(
             converter.def_name(&target("common.json", "")),
             "root_be75f1"
+        );
+        // Where the folder keeps the document does not matter: the same
+        // document elsewhere names its own locations alike, and another
+        // file by its path from the document.
+        let moved = folder_at(
+            "team/api.yaml",
+            json!({"components": {"schemas": {"a b": {"type": "string"}}}}),
+            &[("team/common.json", json!({"Id": {"type": "string"}}))],
+        );
+        let resolver = Resolver::new(&moved);
+        let converter = Converter::new(&resolver, Arc::from("team/api.yaml"), Dialect::OpenApi31);
+        assert_eq!(
+            converter.def_name(&target("team/api.yaml", "/components/schemas/a b")),
+            "a_b_eb3595"
+        );
+        assert_eq!(
+            converter.def_name(&target("team/common.json", "/Id")),
+            "Id_8eb0e6"
         );
     }
 

@@ -922,11 +922,11 @@ fn every_generated_document_builds_into_schemas_a_strict_client_compiles() {
     );
 }
 
-/// The same document, built again or with its keys in reverse order,
-/// gives the same names, versions and fingerprint. (Not the same document
-/// under another file name: a `$defs` name that is not a plain component
-/// name carries a hash of the file's path, so `api.json` and `api.yaml`
-/// of one document can differ.)
+/// The same document, built again, with its keys in reverse order, as
+/// YAML, or in another folder, gives the same names and versions (and the
+/// same fingerprint when only the build or the key order differ). A
+/// `$defs` name that is not a plain component name once carried a hash of
+/// the file's path, so `api.json` and `api.yaml` of one document differed.
 #[test]
 fn versions_do_not_depend_on_the_build_or_on_key_order() {
     check(
@@ -947,6 +947,14 @@ fn versions_do_not_depend_on_the_build_or_on_key_order() {
                 document
             );
             prop_assert_eq!(first.fingerprint(), reordered.fingerprint());
+            let yaml = serde_yaml_ng::to_string(&document).expect("YAML of a JSON value");
+            let as_yaml = build(&[("api.yaml", yaml.into_bytes())]);
+            prop_assert_eq!(&versions(&as_yaml), &expected, "as api.yaml");
+            let moved = build(&[(
+                "team/apis/api.json",
+                serde_json::to_vec(&document).expect("JSON"),
+            )]);
+            prop_assert_eq!(&versions(&moved), &expected, "as team/apis/api.json");
             Ok(())
         },
     );
