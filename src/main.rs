@@ -161,6 +161,11 @@ struct ServeArgs {
     /// their backend calls alone [default: one per core].
     #[arg(long, env = "SEZZLEE_SERVE_THREADS")]
     serve_threads: Option<usize>,
+    /// Most connections open at once; at it no more are accepted until one
+    /// closes [default: half the open-files limit, which serve raises to
+    /// its hard limit].
+    #[arg(long, env = "SEZZLEE_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
     /// Serve the built-in demo backend under /demo [default: true].
     #[arg(long, env = "SEZZLEE_DEMO_BACKEND")]
     demo_backend: Option<bool>,
@@ -196,6 +201,7 @@ impl ServeArgs {
             shutdown_grace_ms: self.shutdown_grace_ms,
             shutdown_drain_ms: self.shutdown_drain_ms,
             serve_threads: self.serve_threads,
+            max_connections: self.max_connections,
             demo_backend: self.demo_backend,
         }
     }
@@ -238,6 +244,9 @@ fn main() -> ExitCode {
             ttl_seconds: ttl,
         }),
         Command::Serve(args) => {
+            // Before the settings: `max_connections` defaults to half the
+            // limit in force.
+            sezzlee_gateway::open_files::raise_limit();
             let settings = match Settings::resolve(&args.overrides(), args.config.as_deref()) {
                 Ok(settings) => settings,
                 Err(err) => {

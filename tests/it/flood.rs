@@ -545,3 +545,118 @@ fn a_connection_flood_and_slow_listen_readers_leave_other_callers_served() {
     drop(gw);
     drop(server);
 }
+
+/// `/status` counts the serving threads' runtimes with the main one, and
+/// a task per open connection whichever thread serves it (the soak,
+/// `examples/soak.rs`, judges leaks by these figures): 24 keep-alive
+/// connections add at least 24 alive tasks, and closing them gives the
+/// tasks back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_counts_a_task_per_connection_on_every_serving_thread() {
+    const OPEN: usize = 24;
+    let gw = TestGateway::start(&shipped_catalogs(), |s| s.serve_threads = 2).await;
+    let runtime = |status: &Value| {
+        let figures = &status["runtime"];
+        (
+            figures["runtimes"].as_u64().unwrap(),
+            figures["aliveTasks"].as_u64().unwrap(),
+        )
+    };
+    // The test's runtime is counted too: its HTTP client's connection and
+    // pool tasks start with the first request, so the count is taken at
+    // the second.
+    gw.status().await;
+    let (runtimes, before) = runtime(&gw.status().await);
+    assert_eq!(runtimes, 3, "the test's runtime and 2 serving threads");
+
+    let server: SocketAddr = gw.base.trim_start_matches("http://").parse().unwrap();
+    let mut open = Vec::new();
+    for _ in 0..OPEN {
+        let mut stream = TcpStream::connect(server).await.unwrap();
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n")
+            .await
+            .unwrap();
+        let (status, _) = read_response(&mut stream).await;
+        assert_eq!(status, 200);
+        open.push(stream);
+    }
+    let (_, during) = runtime(&gw.status().await);
+    assert!(
+        during >= before + OPEN as u64,
+        "{OPEN} connections open: {before} → {during} alive tasks"
+    );
+
+    drop(open);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, after) = runtime(&gw.status().await);
+        if after <= before {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "tasks not given back: {before} before, {after} after closing"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `max_connections` (README "Settings"): at the cap the gateway accepts
+/// no more connections, so the caller beyond it waits in the listen
+/// backlog, unanswered, instead of taking descriptors the served callers'
+/// backend calls need; when one closes, the waiting caller is accepted
+/// and answered. `/status` shows the count and the cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_max_connections_the_next_caller_waits_for_a_slot() {
+    const MAX: usize = 3;
+    let gw = TestGateway::start(&shipped_catalogs(), |s| s.max_connections = MAX).await;
+    let server: SocketAddr = gw.base.trim_start_matches("http://").parse().unwrap();
+    let health = b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n";
+    // `MAX` keep-alive connections, each answered once and left open; the
+    // last asks for /status, which counts them.
+    let mut open = Vec::new();
+    for _ in 0..MAX - 1 {
+        let mut stream = TcpStream::connect(server).await.unwrap();
+        stream.write_all(health).await.unwrap();
+        assert_eq!(read_response(&mut stream).await.0, 200);
+        open.push(stream);
+    }
+    let mut last = TcpStream::connect(server).await.unwrap();
+    last.write_all(health).await.unwrap();
+    assert_eq!(read_response(&mut last).await.0, 200);
+    open.push(last);
+    assert_eq!(*gw.gateway.connections.borrow(), MAX);
+
+    // One more: the kernel completes the handshake (the backlog), but the
+    // gateway does not take it while the cap is reached.
+    let mut waiting = TcpStream::connect(server).await.unwrap();
+    waiting.write_all(health).await.unwrap();
+    let mut byte = [0u8; 1];
+    let early = tokio::time::timeout(Duration::from_millis(500), waiting.read(&mut byte)).await;
+    assert!(early.is_err(), "answered beyond max_connections: {early:?}");
+
+    // A slot frees: the waiting caller is served.
+    drop(open.pop());
+    let started = Instant::now();
+    let (status, _) = read_response(&mut waiting).await;
+    assert_eq!(
+        status, 200,
+        "the waiting caller is answered once a slot frees"
+    );
+    assert!(started.elapsed() < BOUND, "{:?}", started.elapsed());
+
+    // `/status` shows the count and the cap.
+    drop(open);
+    drop(waiting);
+    let deadline = Instant::now() + BOUND;
+    while *gw.gateway.connections.borrow() > 0 {
+        assert!(Instant::now() < deadline, "connections not counted closed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        gw.status().await["connections"],
+        json!({"open": 1, "max": MAX}),
+        "the status request's own connection"
+    );
+}

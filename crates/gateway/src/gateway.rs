@@ -60,6 +60,9 @@ pub struct Gateway {
     pub shutdown: watch::Sender<bool>,
     /// Calls of the tools and the backends, counted and timed.
     pub metrics: crate::metrics::Metrics,
+    /// Connections open now (the server counts them; at
+    /// `max_connections` it accepts no more until one closes).
+    pub connections: watch::Sender<usize>,
 }
 
 impl Gateway {
@@ -98,6 +101,7 @@ impl Gateway {
             shutdown,
             self_url: std::sync::OnceLock::new(),
             metrics: crate::metrics::Metrics::default(),
+            connections: watch::Sender::new(0),
         }))
     }
 
@@ -110,7 +114,8 @@ impl Gateway {
                 error,
             })?;
         let catalog = Catalog::build_with(&sources, &settings.build_options());
-        // The documents are read again from disk when a rebuild needs them.
+        // The documents are kept compressed and parsed again when a rebuild
+        // needs them.
         sources.release_parsed();
         let gateway = Gateway::new(settings, catalog, started.elapsed())?;
         Ok((gateway, sources))

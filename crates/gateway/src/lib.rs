@@ -13,6 +13,7 @@ pub mod demo;
 pub mod gateway;
 pub mod mcp;
 pub mod metrics;
+pub mod open_files;
 pub mod reload;
 pub mod reply;
 pub mod router;

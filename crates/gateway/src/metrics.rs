@@ -1,5 +1,6 @@
 //! Request metrics for `GET /metrics`: how the three tools and the backend
-//! calls end, and how long they take.
+//! calls end, and how long they take; and the async runtimes whose tasks
+//! `/status` and `/metrics` count ([`Metrics::runtime_figures`]).
 //!
 //! Counters by outcome and latency histograms, kept in atomics (a request
 //! adds, never locks, except the per-target map of invoked tools). Label
@@ -14,6 +15,7 @@ use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use tokio::runtime::Handle;
 
 /// Histogram bucket bounds, in seconds.
 const BUCKETS: [f64; 14] = [
@@ -90,6 +92,32 @@ pub struct Metrics {
     /// Invocations per target (`tool="…"` or `document="…"` label text)
     /// and outcome.
     invoked: Mutex<HashMap<String, [u64; OUTCOMES]>>,
+    runtimes: Runtimes,
+}
+
+/// The async runtimes whose workers and tasks are counted: the one the
+/// metrics were made on (the gateway is built on the runtime `sezzlee
+/// serve` starts, where the accept loop and reloads run) and those added
+/// with [`Metrics::watch_runtime`] (the server's other runtimes, if any).
+struct Runtimes {
+    handles: Mutex<Vec<Handle>>,
+}
+
+impl Default for Runtimes {
+    fn default() -> Self {
+        Runtimes {
+            handles: Mutex::new(Handle::try_current().into_iter().collect()),
+        }
+    }
+}
+
+/// Worker threads and alive tasks (spawned and not yet finished) summed
+/// over the counted runtimes, from tokio's stable runtime metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeFigures {
+    pub runtimes: usize,
+    pub workers: usize,
+    pub alive_tasks: usize,
 }
 
 /// The outcome index of an answer's failure code (0: ok).
@@ -157,6 +185,45 @@ impl Metrics {
             "tool=\"(other)\"".to_string()
         };
         invoked.entry(key).or_insert([0; OUTCOMES])[outcome_index(code)] += 1;
+    }
+
+    /// Counts `handle`'s workers and tasks too (once, however often added).
+    pub fn watch_runtime(&self, handle: &Handle) {
+        let mut handles = self
+            .runtimes
+            .handles
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !handles.iter().any(|known| known.id() == handle.id()) {
+            handles.push(handle.clone());
+        }
+    }
+
+    /// Workers and alive tasks of the counted runtimes and of the one
+    /// calling, if it is another.
+    pub fn runtime_figures(&self) -> RuntimeFigures {
+        let mut handles = self
+            .runtimes
+            .handles
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Ok(current) = Handle::try_current()
+            && !handles.iter().any(|known| known.id() == current.id())
+        {
+            handles.push(current);
+        }
+        let mut figures = RuntimeFigures {
+            runtimes: handles.len(),
+            workers: 0,
+            alive_tasks: 0,
+        };
+        for handle in &handles {
+            let metrics = handle.metrics();
+            figures.workers += metrics.num_workers();
+            figures.alive_tasks += metrics.num_alive_tasks();
+        }
+        figures
     }
 
     /// The Prometheus text of every figure.
@@ -252,6 +319,42 @@ mod tests {
         ] {
             assert!(out.lines().any(|l| l == line), "{line}\n{out}");
         }
+    }
+
+    #[test]
+    fn runtime_figures_sum_the_runtime_made_on_and_those_watched() {
+        let main = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .expect("runtime");
+        let metrics = main.block_on(async { Metrics::default() });
+        for _ in 0..3 {
+            main.spawn(std::future::pending::<()>());
+        }
+        let figures = metrics.runtime_figures();
+        assert_eq!((figures.runtimes, figures.workers), (1, 2));
+        assert_eq!(figures.alive_tasks, 3);
+        let serving = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        serving.spawn(std::future::pending::<()>());
+        metrics.watch_runtime(serving.handle());
+        metrics.watch_runtime(serving.handle());
+        let figures = metrics.runtime_figures();
+        assert_eq!(
+            figures,
+            RuntimeFigures {
+                runtimes: 2,
+                workers: 3,
+                alive_tasks: 4
+            }
+        );
+        // Read from a runtime not watched, that one is counted as well.
+        let other = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let figures = other.block_on(async { metrics.runtime_figures() });
+        assert_eq!((figures.runtimes, figures.workers), (3, 4));
     }
 
     #[test]

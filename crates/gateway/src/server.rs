@@ -159,9 +159,14 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
     );
     gateway.auth.start(gateway.shutdown.subscribe());
     let connections = Connections::new(&gateway)?;
+    tracing::info!(
+        "at most {} connections at once (open-files limit {})",
+        gateway.settings.max_connections,
+        crate::open_files::limit().map_or("none".to_string(), |limit| limit.to_string())
+    );
     loop {
         let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
+            accepted = connections.accept(&listener) => accepted,
             () = signals.next() => break,
         };
         connections.accepted(accepted).await;
@@ -183,13 +188,15 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
                 second_signal = true;
                 break;
             }
-            accepted = listener.accept() => accepted,
+            accepted = connections.accept(&listener) => accepted,
         };
         connections.accepted(accepted).await;
     }
 
     connections.closing.store(true, Ordering::Relaxed);
-    loop {
+    // Those queued, as far as the cap lets (the rest are refused with the
+    // listener, which a proxy retries elsewhere).
+    while connections.open() < connections.max {
         let queued = tokio::select! {
             biased;
             accepted = listener.accept() => accepted,
@@ -240,6 +247,8 @@ struct Connections {
     body_deadline: Duration,
     /// Where connections are served.
     threads: ServingThreads,
+    /// `max_connections`.
+    max: usize,
 }
 
 impl Connections {
@@ -249,19 +258,40 @@ impl Connections {
         // could hold a socket open forever with half a request.
         http.timer(TokioTimer::new())
             .header_read_timeout(gateway.settings.header_read_timeout);
+        let threads = ServingThreads::start(gateway.settings.serve_threads)?;
+        // Their tasks are the connections: `/status` and `/metrics` count
+        // them with the rest.
+        for handle in threads.handles() {
+            gateway.metrics.watch_runtime(handle);
+        }
         Ok(Connections {
             app: crate::router::router(gateway.clone()),
             http,
             watcher: GracefulShutdown::new(),
             closing: Arc::new(AtomicBool::new(false)),
-            open: tokio::sync::watch::Sender::new(0),
+            open: gateway.connections.clone(),
+            max: gateway.settings.max_connections.max(1),
             body_deadline: gateway.settings.header_read_timeout,
-            threads: ServingThreads::start(gateway.settings.serve_threads)?,
+            threads,
         })
     }
 
     fn open(&self) -> usize {
         *self.open.borrow()
+    }
+
+    /// The next connection, once fewer than `max_connections` are open
+    /// (until then callers wait in the listen backlog). Cancel-safe.
+    async fn accept(&self, listener: &TcpListener) -> std::io::Result<(TcpStream, SocketAddr)> {
+        if self.open() >= self.max {
+            tracing::warn!(
+                "{} connections open, the most allowed (max_connections): accepting again when one closes",
+                self.max
+            );
+            let mut open = self.open.subscribe();
+            let _ = open.wait_for(|open| *open < self.max).await;
+        }
+        listener.accept().await
     }
 
     /// Resolves once no connection is open.

@@ -63,6 +63,11 @@ impl ServingThreads {
         })
     }
 
+    /// The runtimes of the serving threads (none with no threads).
+    pub fn handles(&self) -> impl Iterator<Item = &Handle> {
+        self.threads.iter().map(|thread| &thread.handle)
+    }
+
     /// Runs `future` on the next serving thread in turn (with none, on the
     /// calling runtime).
     pub fn spawn<F>(&self, future: F)

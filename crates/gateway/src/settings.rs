@@ -68,6 +68,11 @@ pub struct Settings {
     /// (`serving_threads`); default one per core; 0 serves them on the
     /// main (work-stealing) runtime.
     pub serve_threads: usize,
+    /// Most connections open at once; at it the gateway accepts no more
+    /// until one closes (callers wait in the listen backlog), so a flood
+    /// cannot take the descriptors backend calls and reloads need. Default
+    /// half the open-files limit (`open_files`).
+    pub max_connections: usize,
     /// Serve the built-in demo backend under `/demo`.
     pub demo_backend: bool,
     /// Identity verification; `None`: everything is public.
@@ -184,6 +189,7 @@ impl Default for Settings {
             shutdown_grace: Duration::from_secs(10),
             shutdown_drain: Duration::from_secs(1),
             serve_threads: std::thread::available_parallelism().map_or(1, usize::from),
+            max_connections: crate::open_files::default_max_connections(),
             header_read_timeout: Duration::from_secs(30),
             demo_backend: true,
             auth: None,
@@ -215,6 +221,7 @@ pub struct FileSettings {
     pub shutdown_drain_ms: Option<u64>,
     pub header_read_timeout_ms: Option<u64>,
     pub serve_threads: Option<usize>,
+    pub max_connections: Option<usize>,
     pub demo_backend: Option<bool>,
     pub auth: Option<AuthSettings>,
 }
@@ -242,6 +249,7 @@ pub struct Overrides {
     pub shutdown_grace_ms: Option<u64>,
     pub shutdown_drain_ms: Option<u64>,
     pub serve_threads: Option<usize>,
+    pub max_connections: Option<usize>,
     pub demo_backend: Option<bool>,
 }
 
@@ -358,6 +366,9 @@ impl Settings {
         }
         if let Some(v) = overrides.serve_threads.or(file.serve_threads) {
             s.serve_threads = v;
+        }
+        if let Some(v) = overrides.max_connections.or(file.max_connections) {
+            s.max_connections = v.max(1);
         }
         if let Some(v) = file.header_read_timeout_ms {
             s.header_read_timeout = ms(v);

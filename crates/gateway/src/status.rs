@@ -1,7 +1,8 @@
 //! `GET /status` and `GET /metrics`: what an operator needs to see.
 //!
 //! Status is JSON for people and scripts (generation, documents, tool
-//! counts, diagnostics, the last reload); metrics are the same numbers in
+//! counts, diagnostics, the last reload, open listen streams, the async
+//! runtimes' workers and alive tasks); metrics are the same numbers in
 //! Prometheus text format. Neither ever shows a secret.
 
 use crate::gateway::Gateway;
@@ -29,6 +30,7 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
         .map(|d| json!({"file": &*d.file, "namespace": d.namespace, "operations": d.operations, "tools": d.tools}))
         .collect();
     let cache = served.search_cache.figures();
+    let runtime = gateway.metrics.runtime_figures();
     // Whether search ranks by meaning too, with which model (its files'
     // SHA-256), and what its tool vectors hold.
     let search_model = served.prepared.vectors.as_ref().map(|vectors| {
@@ -50,6 +52,8 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
             "diagnostics": catalog.diagnostics,
             "lastReload": {"atUnixMs": loaded_at, "durationMs": served.build_duration.as_secs_f64() * 1000.0},
             "listenStreams": gateway.streams.count(),
+            "connections": {"open": *gateway.connections.borrow(), "max": gateway.settings.max_connections},
+            "runtime": {"runtimes": runtime.runtimes, "workers": runtime.workers, "aliveTasks": runtime.alive_tasks},
             "auth": gateway.auth.status(),
             "searchModel": search_model,
             "searchCache": {
@@ -98,6 +102,32 @@ pub async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
         "sezzlee_listen_streams",
         "Open subscriptions/listen streams.",
         gateway.streams.count().to_string(),
+    );
+    gauge(
+        "sezzlee_connections_open",
+        "Connections open (listen streams included).",
+        gateway.connections.borrow().to_string(),
+    );
+    gauge(
+        "sezzlee_connections_max",
+        "Most connections open at once (max_connections); at it no more are accepted until one closes.",
+        gateway.settings.max_connections.to_string(),
+    );
+    let runtime = gateway.metrics.runtime_figures();
+    gauge(
+        "sezzlee_runtime_workers",
+        "Worker threads of the async runtimes counted (sezzlee_runtimes).",
+        runtime.workers.to_string(),
+    );
+    gauge(
+        "sezzlee_runtime_alive_tasks",
+        "Async tasks alive in the runtimes counted: one per open connection (listen streams included), pooled backend connections, background tasks.",
+        runtime.alive_tasks.to_string(),
+    );
+    gauge(
+        "sezzlee_runtimes",
+        "Async runtimes whose workers and tasks are counted.",
+        runtime.runtimes.to_string(),
     );
     let cache = served.search_cache.figures();
     gauge(
