@@ -760,7 +760,7 @@ async fn malformed_json_and_batches_are_protocol_errors() {
             .unwrap_or("")
             .to_string();
         assert!(
-            message.contains("surrogate") && message.contains("line 1 column"),
+            message.contains("escape") && message.contains("line 1 column"),
             "{message}"
         );
     }

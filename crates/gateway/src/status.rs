@@ -72,79 +72,80 @@ pub async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
     let served = gateway.store.current();
     let catalog = &served.catalog;
     let mut out = String::new();
-    let mut gauge = |name: &str, help: &str, value: String| {
+    let runtime = gateway.metrics.runtime_figures();
+    let cache = served.search_cache.figures();
+    for (name, help, value) in [
+        (
+            "sezzlee_catalog_generation",
+            "Catalog generation served (starts at 0 per process).",
+            served.generation.to_string(),
+        ),
+        (
+            "sezzlee_catalog_tools",
+            "Tools in the served catalog.",
+            catalog.tools().len().to_string(),
+        ),
+        (
+            "sezzlee_catalog_documents",
+            "Documents in the served catalog.",
+            catalog.documents.len().to_string(),
+        ),
+        (
+            "sezzlee_catalog_build_seconds",
+            "Duration of the last catalog build.",
+            served.build_duration.as_secs_f64().to_string(),
+        ),
+        (
+            "sezzlee_listen_streams",
+            "Open subscriptions/listen streams.",
+            gateway.streams.count().to_string(),
+        ),
+        (
+            "sezzlee_connections_open",
+            "Connections open (listen streams included).",
+            gateway.connections.borrow().to_string(),
+        ),
+        (
+            "sezzlee_connections_max",
+            "Most connections open at once (max_connections); at it no more are accepted until one closes.",
+            gateway.settings.max_connections.to_string(),
+        ),
+        (
+            "sezzlee_runtime_workers",
+            "Worker threads of the async runtimes counted (sezzlee_runtimes).",
+            runtime.workers.to_string(),
+        ),
+        (
+            "sezzlee_runtime_alive_tasks",
+            "Async tasks alive in the runtimes counted: one per open connection (listen streams included), pooled backend connections, background tasks.",
+            runtime.alive_tasks.to_string(),
+        ),
+        (
+            "sezzlee_runtimes",
+            "Async runtimes whose workers and tasks are counted.",
+            runtime.runtimes.to_string(),
+        ),
+        (
+            "sezzlee_search_cache_answers",
+            "search_tools answers cached for the served catalog.",
+            cache.answers.to_string(),
+        ),
+        (
+            "sezzlee_search_cache_keywords",
+            "Common keywords whose effect on the scores is cached for the served catalog.",
+            cache.keywords.to_string(),
+        ),
+        (
+            "sezzlee_search_cache_bytes",
+            "Bytes held by the search cache of the served catalog.",
+            cache.bytes.to_string(),
+        ),
+    ] {
         let _ = writeln!(
             out,
             "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
         );
-    };
-    gauge(
-        "sezzlee_catalog_generation",
-        "Catalog generation served (starts at 0 per process).",
-        served.generation.to_string(),
-    );
-    gauge(
-        "sezzlee_catalog_tools",
-        "Tools in the served catalog.",
-        catalog.tools().len().to_string(),
-    );
-    gauge(
-        "sezzlee_catalog_documents",
-        "Documents in the served catalog.",
-        catalog.documents.len().to_string(),
-    );
-    gauge(
-        "sezzlee_catalog_build_seconds",
-        "Duration of the last catalog build.",
-        served.build_duration.as_secs_f64().to_string(),
-    );
-    gauge(
-        "sezzlee_listen_streams",
-        "Open subscriptions/listen streams.",
-        gateway.streams.count().to_string(),
-    );
-    gauge(
-        "sezzlee_connections_open",
-        "Connections open (listen streams included).",
-        gateway.connections.borrow().to_string(),
-    );
-    gauge(
-        "sezzlee_connections_max",
-        "Most connections open at once (max_connections); at it no more are accepted until one closes.",
-        gateway.settings.max_connections.to_string(),
-    );
-    let runtime = gateway.metrics.runtime_figures();
-    gauge(
-        "sezzlee_runtime_workers",
-        "Worker threads of the async runtimes counted (sezzlee_runtimes).",
-        runtime.workers.to_string(),
-    );
-    gauge(
-        "sezzlee_runtime_alive_tasks",
-        "Async tasks alive in the runtimes counted: one per open connection (listen streams included), pooled backend connections, background tasks.",
-        runtime.alive_tasks.to_string(),
-    );
-    gauge(
-        "sezzlee_runtimes",
-        "Async runtimes whose workers and tasks are counted.",
-        runtime.runtimes.to_string(),
-    );
-    let cache = served.search_cache.figures();
-    gauge(
-        "sezzlee_search_cache_answers",
-        "search_tools answers cached for the served catalog.",
-        cache.answers.to_string(),
-    );
-    gauge(
-        "sezzlee_search_cache_keywords",
-        "Common keywords whose effect on the scores is cached for the served catalog.",
-        cache.keywords.to_string(),
-    );
-    gauge(
-        "sezzlee_search_cache_bytes",
-        "Bytes held by the search cache of the served catalog.",
-        cache.bytes.to_string(),
-    );
+    }
     // Counted per catalog generation: they start again at 0 on reload,
     // which Prometheus' rate() treats as a counter reset.
     for (name, help, value) in [
