@@ -28,7 +28,7 @@
 use crate::corpus;
 use serde_json::{Map, Value, json};
 use sezzlee_catalog::source::is_sidecar;
-use sezzlee_catalog::{BuildOptions, Catalog, Severity, Sources, Tool};
+use sezzlee_catalog::{BuildOptions, Catalog, Sources, Tool};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};

@@ -16,6 +16,7 @@
 
 use super::packed::Packed;
 use super::sidecar::Sidecar;
+use rayon::prelude::*;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -152,41 +153,42 @@ impl Sources {
     /// Reads the folder. Files whose hash matches `previous` are not parsed
     /// again; files that fail to parse keep `previous`'s last good version.
     /// A file whose metadata is unchanged since a scan that read it (and
-    /// was not modified just before that scan) is not read again.
+    /// was not modified just before that scan) is not read again. Files
+    /// are read, parsed and packed in parallel (rayon's pool).
     pub fn scan(dir: &Path, previous: Option<&Sources>) -> std::io::Result<Sources> {
         let scanned_at = SystemTime::now();
         let mut found = Vec::new();
         walk(dir, "", 0, &mut found)?;
         let same_dir = previous.filter(|p| p.dir.as_deref() == Some(dir));
-        let mut out = BTreeMap::new();
-        for (rel, meta) in found {
-            let stamp = Stamp::of(&meta);
-            let before = same_dir.and_then(|p| Some((p.files.get(rel.as_str())?, p.scanned_at?)));
-            if let Some((before, then)) = before
-                && before.stamp == Some(stamp)
-                && stamp.settled_before(then)
-            {
-                out.insert(Arc::from(rel.as_str()), before.clone());
-                continue;
-            }
-            // A file deleted between listing and reading is simply gone.
-            let Ok(bytes) = std::fs::read(dir.join(&rel)) else {
-                continue;
-            };
-            let mut file = read_file(
-                &rel,
-                &bytes,
-                previous.and_then(|p| p.files.get(rel.as_str())),
-            );
-            file.stamp = Some(stamp);
-            if previous.is_none() {
-                // A first scan keeps no parse: the build reads each document
-                // again and forgets it once built, so a folder of thousands
-                // of documents is never held parsed at once.
-                file.release(&mut Vec::new());
-            }
-            out.insert(Arc::from(rel.as_str()), file);
-        }
+        let out = found
+            .into_par_iter()
+            .filter_map(|(rel, meta)| {
+                let stamp = Stamp::of(&meta);
+                let before =
+                    same_dir.and_then(|p| Some((p.files.get(rel.as_str())?, p.scanned_at?)));
+                if let Some((before, then)) = before
+                    && before.stamp == Some(stamp)
+                    && stamp.settled_before(then)
+                {
+                    return Some((Arc::from(rel.as_str()), before.clone()));
+                }
+                // A file deleted between listing and reading is simply gone.
+                let bytes = std::fs::read(dir.join(&rel)).ok()?;
+                let mut file = read_file(
+                    &rel,
+                    &bytes,
+                    previous.and_then(|p| p.files.get(rel.as_str())),
+                );
+                file.stamp = Some(stamp);
+                if previous.is_none() {
+                    // A first scan keeps no parse: the build parses each
+                    // document again and forgets it once built, so a folder
+                    // of thousands of documents is never held parsed at once.
+                    file.release(&mut Vec::new());
+                }
+                Some((Arc::from(rel.as_str()), file))
+            })
+            .collect::<BTreeMap<_, _>>();
         Ok(Sources {
             files: out,
             dir: Some(dir.to_path_buf()),
