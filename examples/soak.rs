@@ -1,4 +1,4 @@
-//! The soak of issue 18: the real release gateway under a mixed load for
+//! The soak of issue 18: the real gateway binary under a mixed load for
 //! minutes, a reload every second, its resources sampled from outside, and
 //! a verdict that they stayed flat with no unexpected error. It exists
 //! because a leak (memory, descriptors, tasks, listen-stream slots) hides
@@ -6,7 +6,8 @@
 //!
 //! Run by hand with `scripts/soak.sh [MINUTES]`, or directly:
 //! `cargo run --example soak -- --sezzlee target/release/sezzlee --seconds 600`.
-//! `.ci/run` runs a short one (75 s).
+//! `.ci/run` runs a short one (75 s) on the debug binary its `cargo test`
+//! built; `scripts/soak.sh` uses a release build.
 //!
 //! # What it does
 //! 1. Copies the catalogs folder (`--catalogs`, the shipped `catalogs/`)
