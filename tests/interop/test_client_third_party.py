@@ -1,4 +1,4 @@
-"""Interop: `sezzlee client` (the release binary) against MCP servers nobody
+"""Interop: `sezzlee client` (the binary SEZZLEE_BIN names) against MCP servers nobody
 here wrote — the official Python SDK's own server (mcp==2.3.0, MCPServer)
 and FastMCP (fastmcp==4.1.6, FastMCP.from_openapi) — over Streamable HTTP.
 
