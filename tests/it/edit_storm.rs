@@ -62,9 +62,9 @@
 
 use crate::backend::Backend;
 use crate::support::{
-    LEGACY, MODERN, ToolReply, assert_envelope, assert_result, assert_valid, legacy_headers,
-    legacy_request, listening_url, modern_headers, modern_request, names, sezzlee_binary,
-    tool_reply,
+    GENERATION, LEGACY, MODERN, SUBSCRIPTION, ToolReply, assert_envelope, assert_result,
+    legacy_headers, legacy_request, listening_url, modern_headers, modern_request, names,
+    record_list_changed, sezzlee_binary, tool_reply,
 };
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value, json};
@@ -93,8 +93,6 @@ const PATIENCE: Duration = Duration::from_secs(10);
 const POLL_SALT: u64 = 0x9011;
 /// The file that proves a rescan of the settled folder.
 const SENTINEL: &str = "zz-storm-sentinel.json";
-const SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
-const GENERATION: &str = "sezzlee/catalogGeneration";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edit_storm_with_file_system_events() {
@@ -1511,28 +1509,11 @@ impl Listener {
     /// Checks a `list_changed` and records its generation, which must be
     /// higher than any before.
     fn take(&mut self, message: &Value) -> u64 {
-        assert_eq!(
-            message["method"], "notifications/tools/list_changed",
-            "{message}"
-        );
-        assert_eq!(
-            message["params"]["_meta"][SUBSCRIPTION], self.id,
-            "{message}"
-        );
-        assert_valid(MODERN, "ToolListChangedNotification", message);
-        let generation = message["params"]["_meta"][GENERATION]
-            .as_u64()
-            .unwrap_or_else(|| panic!("a generation: {message}"));
-        if let Some(&last) = self.generations.last() {
-            assert!(
-                generation > last,
-                "stream {}: generations only rise: {generation} after {:?}",
-                self.id,
-                self.generations
-            );
-        }
-        self.generations.push(generation);
-        generation
+        record_list_changed(
+            &Value::from(self.id.as_str()),
+            message,
+            &mut self.generations,
+        )
     }
 
     /// Reads until the last generation received is `target`.

@@ -31,8 +31,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-const SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
-const GENERATION: &str = "sezzlee/catalogGeneration";
 /// The watcher's quiet period in these tests.
 const DEBOUNCE: Duration = Duration::from_millis(40);
 /// Longest wait for something that must happen (only reached on failure).
@@ -469,27 +467,7 @@ impl Listener {
     /// Checks one `list_changed` message and records its generation, which
     /// must be higher than any before.
     fn take_list_changed(&mut self, message: &Value) -> u64 {
-        assert_eq!(
-            message["method"], "notifications/tools/list_changed",
-            "{message}"
-        );
-        assert_eq!(
-            message["params"]["_meta"][SUBSCRIPTION], self.id,
-            "{message}"
-        );
-        assert_valid(MODERN, "ToolListChangedNotification", message);
-        let generation = message["params"]["_meta"][GENERATION]
-            .as_u64()
-            .unwrap_or_else(|| panic!("a generation: {message}"));
-        if let Some(&last) = self.generations.last() {
-            assert!(
-                generation > last,
-                "generations only rise: {generation} after {:?}",
-                self.generations
-            );
-        }
-        self.generations.push(generation);
-        generation
+        record_list_changed(&self.id, message, &mut self.generations)
     }
 
     /// The next message is a `list_changed`: its generation.

@@ -705,3 +705,38 @@ impl TestGateway {
         reply.json()
     }
 }
+
+/// `_meta` key of a listen stream's subscription id.
+pub const SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
+/// `_meta` key of the catalog generation.
+pub const GENERATION: &str = "sezzlee/catalogGeneration";
+
+/// Checks one `notifications/tools/list_changed` of the listen stream
+/// `subscription` (its method, subscription id and schema) and appends its
+/// generation to `generations`, which must only rise; returns it.
+pub fn record_list_changed(
+    subscription: &Value,
+    message: &Value,
+    generations: &mut Vec<u64>,
+) -> u64 {
+    assert_eq!(
+        message["method"], "notifications/tools/list_changed",
+        "{message}"
+    );
+    assert_eq!(
+        &message["params"]["_meta"][SUBSCRIPTION], subscription,
+        "{message}"
+    );
+    assert_valid(MODERN, "ToolListChangedNotification", message);
+    let generation = message["params"]["_meta"][GENERATION]
+        .as_u64()
+        .unwrap_or_else(|| panic!("a generation: {message}"));
+    if let Some(&last) = generations.last() {
+        assert!(
+            generation > last,
+            "stream {subscription}: generations only rise: {generation} after {generations:?}"
+        );
+    }
+    generations.push(generation);
+    generation
+}
