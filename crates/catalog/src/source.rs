@@ -254,19 +254,6 @@ impl Sources {
         }
     }
 
-    /// Compressed bytes held for the files' last good versions.
-    pub fn packed_bytes(&self) -> usize {
-        self.files
-            .values()
-            .flat_map(|file| [file.current.as_ref().ok(), file.serving.as_ref()])
-            .flatten()
-            .filter_map(|parsed| match parsed {
-                Parsed::Json(_, packed) | Parsed::Packed(packed) => Some(packed.held()),
-                Parsed::Sidecar(_) => None,
-            })
-            .sum()
-    }
-
     /// The relative paths of the serving JSON/YAML files that are not
     /// sidecars: API documents and the files they `$ref`.
     pub fn json_paths(&self) -> impl Iterator<Item = &Arc<str>> {
