@@ -51,6 +51,15 @@
 //!     hop: what any axum + reqwest gateway costs where nginx costs (i),
 //!     before doing any work (no target; (g) ÷ (j) is the gateway's own
 //!     work).
+//! (k) the floor of (h): `GET /slow/1` through nginx against the direct
+//!     call — what the leanest proxy adds beside a 1 ms backend (no
+//!     target).
+//!
+//! Every comparison also prints the CPU each request cost, by role (the
+//! bench's client, the proxy under test — the gateway's threads or
+//! nginx's processes — and the backend; `support/cpu.rs`): at 16 callers
+//! on a machine whose cores all three share, the p50 follows the CPU they
+//! spend together per request.
 //!
 //! Figures of (g) and (h) (2026-12-04, 2 cores, shared and noisy;
 //! `HTTP_BENCH_ONLY=g,h cargo bench --bench http_load`, pooled p50 ratio /
@@ -79,7 +88,7 @@
 //!   threads of the runtime the gateways are started on;
 //! - `HTTP_BENCH_SERVE_THREADS` (default: the gateway's, one per core):
 //!   the gateways' `serve_threads`; 0 serves connections on that runtime;
-//! - `HTTP_BENCH_ONLY` (`a` … `j` or a comma list such as `b,c,d`):
+//! - `HTTP_BENCH_ONLY` (`a` … `k` or a comma list such as `b,c,d`):
 //!   run only those comparisons (profiling);
 //! - `HTTP_BENCH_SEARCH_FOLDER` (default: none): run (a), (e) and (f) on
 //!   this catalogs folder instead of Graph, e.g. the whole public
@@ -98,6 +107,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
+use cpu::Cpu;
+
 /// The allocator `sezzlee serve` runs with (src/main.rs), so the gateway
 /// in process allocates as the binary does (the client and the backend of
 /// (g)–(i) share it, on both sides of every comparison).
@@ -108,6 +119,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod corpus;
 /// The real documents these benchmarks name: the repository's own corpus
 /// (tests/it/corpus.rs; unpacked once into cargo's temporary folder).
+#[path = "support/cpu.rs"]
+mod cpu;
 #[path = "support/nginx.rs"]
 mod nginx;
 
@@ -259,6 +272,9 @@ struct Workload {
     /// The next request to send, across phases and rounds (so a workload
     /// of distinct requests does not repeat until all were sent).
     next: Arc<AtomicUsize>,
+    /// The nginx master process the requests go through, if they do (its
+    /// CPU is the proxy's).
+    nginx: Option<u32>,
 }
 
 impl Workload {
@@ -268,7 +284,14 @@ impl Workload {
             requests,
             expect,
             next: Arc::new(AtomicUsize::new(0)),
+            nginx: None,
         }
+    }
+
+    /// The same workload, sent through the nginx of master process `pid`.
+    fn through_nginx(mut self, pid: u32) -> Workload {
+        self.nginx = Some(pid);
+        self
     }
 }
 
@@ -300,6 +323,8 @@ async fn send(client: &reqwest::Client, request: &Request, expect: &str) -> Resu
 struct Phase {
     latencies: Vec<Duration>,
     wall: Duration,
+    /// CPU used meanwhile, by role (`support/cpu.rs`).
+    cpu: Cpu,
 }
 
 /// `total` requests of `workload` by `concurrency` callers sharing a counter.
@@ -310,6 +335,7 @@ async fn phase(
     total: usize,
 ) -> Phase {
     let next = AtomicUsize::new(0);
+    let cpu_before = Cpu::now(workload.nginx);
     let started = Instant::now();
     let callers = (0..concurrency).map(|_| async {
         let mut latencies = Vec::with_capacity(total / concurrency + 1);
@@ -329,9 +355,11 @@ async fn phase(
         latencies
     });
     let latencies = join_all(callers).await.into_iter().flatten().collect();
+    let wall = started.elapsed();
     Phase {
         latencies,
-        wall: started.elapsed(),
+        wall,
+        cpu: Cpu::now(workload.nginx).since(cpu_before),
     }
 }
 
@@ -342,6 +370,7 @@ struct Tally {
     wall: Duration,
     /// p50 of each round.
     round_p50: Vec<Duration>,
+    cpu: Cpu,
 }
 
 impl Tally {
@@ -350,6 +379,14 @@ impl Tally {
         self.round_p50.push(percentile(&phase.latencies, 0.5));
         self.latencies.extend(phase.latencies);
         self.wall += phase.wall;
+        self.cpu = self.cpu.plus(phase.cpu);
+    }
+
+    /// CPU per request, by role, in µs: client, proxy, backend, total.
+    fn cpu_per_request(&self) -> [f64; 4] {
+        let n = self.latencies.len().max(1) as f64;
+        let cpu = self.cpu;
+        [cpu.client, cpu.proxy, cpu.backend, cpu.total()].map(|d| micros(d) / n)
     }
 
     fn sorted(&self) -> Vec<Duration> {
@@ -594,7 +631,7 @@ fn start_backend_gateway(server: &tokio::runtime::Runtime, base: &str) -> Served
 /// nginx as a child process, in a prefix folder of its own (stopped when
 /// dropped).
 struct Nginx {
-    _process: nginx::Stopped,
+    process: nginx::Stopped,
     url: String,
     _prefix: TempDir,
 }
@@ -668,7 +705,7 @@ fn start_nginx(binary: &Path, backend: &str, probe: &str) -> Nginx {
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
     let nginx = Nginx {
-        _process: nginx::Stopped(child),
+        process: nginx::Stopped(child),
         url: format!("http://127.0.0.1:{listen}"),
         _prefix: prefix,
     };
@@ -748,16 +785,21 @@ fn main() {
     let default_cache = Settings::default().search_cache_bytes;
     // HTTP_BENCH_SEARCH_FOLDER: (a), (e) and (f) on that folder (such as
     // the whole public directory) instead of Graph.
-    let (graph, graph_uncached) = match std::env::var_os("HTTP_BENCH_SEARCH_FOLDER") {
-        Some(folder) => (
-            serve_folder(&server, Path::new(&folder), false, default_cache),
-            serve_folder(&server, Path::new(&folder), false, 0),
-        ),
-        None => (
-            start_gateway(&server, &[(&graph_path, GRAPH)], false, default_cache),
-            start_gateway(&server, &[(&graph_path, GRAPH)], false, 0),
-        ),
-    };
+    // Started only when (a), (e) or (f) runs: Graph takes seconds to load.
+    let only = std::env::var("HTTP_BENCH_ONLY").unwrap_or_default();
+    let wanted = |letter: &str| only.is_empty() || only.split(',').any(|o| o.trim() == letter);
+    let search_gateways = ["a", "e", "f"].into_iter().any(wanted).then(|| {
+        match std::env::var_os("HTTP_BENCH_SEARCH_FOLDER") {
+            Some(folder) => (
+                serve_folder(&server, Path::new(&folder), false, default_cache),
+                serve_folder(&server, Path::new(&folder), false, 0),
+            ),
+            None => (
+                start_gateway(&server, &[(&graph_path, GRAPH)], false, default_cache),
+                start_gateway(&server, &[(&graph_path, GRAPH)], false, 0),
+            ),
+        }
+    });
     let orders_yaml = Path::new(SHIPPED).join("orders.yaml");
     let orders_sidecar = Path::new(SHIPPED).join("orders.sezzlee.yaml");
     let orders = start_gateway(
@@ -771,8 +813,6 @@ fn main() {
     );
 
     let proxy = start_bare_proxy(&server, format!("{}/demo/orders/1", orders.base));
-    let graph_url = format!("{}{}", graph.base, graph.endpoint);
-    let uncached_url = format!("{}{}", graph_uncached.base, graph_uncached.endpoint);
     // HTTP_BENCH_SEARCH_LIMIT: a `limit` for the searches of (a) and (e),
     // to tell the cost of ranking from that of the answer's bytes.
     let search_limit = std::env::var("HTTP_BENCH_SEARCH_LIMIT")
@@ -815,45 +855,52 @@ fn main() {
         )],
         "\"content\"",
     );
-    let mut comparisons = vec![
-        Comparison {
-            title: "(a) Graph: tools/call search_tools over server/discover",
-            baseline: Workload::new(
-                "server/discover",
-                vec![Request::modern(&graph_url, "server/discover", json!({}))],
-                "supportedVersions",
-            ),
-            subject: Workload::new("search_tools", searches(&graph_url), "\"content\""),
-            target: Some(1.3),
-        },
-        Comparison {
-            title: "(e) Graph, search cache off: every search_tools ranked anew, over server/discover",
-            baseline: Workload::new(
-                "server/discover",
-                vec![Request::modern(&uncached_url, "server/discover", json!({}))],
-                "supportedVersions",
-            ),
-            subject: Workload::new(
-                "search_tools (ranked)",
-                searches(&uncached_url),
-                "\"content\"",
-            ),
-            target: Some(1.3),
-        },
-        Comparison {
-            title: "(f) Graph: new queries of known words (each search_tools asked once), over server/discover",
-            baseline: Workload::new(
-                "server/discover",
-                vec![Request::modern(&graph_url, "server/discover", json!({}))],
-                "supportedVersions",
-            ),
-            subject: Workload::new(
-                "search_tools (new query)",
-                new_queries(&graph_url),
-                "\"content\"",
-            ),
-            target: Some(1.3),
-        },
+    let mut comparisons = Vec::new();
+    if let Some((graph, graph_uncached)) = &search_gateways {
+        let graph_url = format!("{}{}", graph.base, graph.endpoint);
+        let uncached_url = format!("{}{}", graph_uncached.base, graph_uncached.endpoint);
+        comparisons.extend([
+            Comparison {
+                title: "(a) Graph: tools/call search_tools over server/discover",
+                baseline: Workload::new(
+                    "server/discover",
+                    vec![Request::modern(&graph_url, "server/discover", json!({}))],
+                    "supportedVersions",
+                ),
+                subject: Workload::new("search_tools", searches(&graph_url), "\"content\""),
+                target: Some(1.3),
+            },
+            Comparison {
+                title: "(e) Graph, search cache off: every search_tools ranked anew, over server/discover",
+                baseline: Workload::new(
+                    "server/discover",
+                    vec![Request::modern(&uncached_url, "server/discover", json!({}))],
+                    "supportedVersions",
+                ),
+                subject: Workload::new(
+                    "search_tools (ranked)",
+                    searches(&uncached_url),
+                    "\"content\"",
+                ),
+                target: Some(1.3),
+            },
+            Comparison {
+                title: "(f) Graph: new queries of known words (each search_tools asked once), over server/discover",
+                baseline: Workload::new(
+                    "server/discover",
+                    vec![Request::modern(&graph_url, "server/discover", json!({}))],
+                    "supportedVersions",
+                ),
+                subject: Workload::new(
+                    "search_tools (new query)",
+                    new_queries(&graph_url),
+                    "\"content\"",
+                ),
+                target: Some(1.3),
+            },
+        ]);
+    }
+    comparisons.extend([
         Comparison {
             title: "(b) demo: invoke_tool get_order over GET /demo/orders/1",
             baseline: direct.clone(),
@@ -872,18 +919,17 @@ fn main() {
             subject: invoke.clone(),
             target: None,
         },
-    ];
+    ]);
 
     // (g), (h), (i): a backend apart from the gateway, and nginx in front
     // of it, started only when one of them runs.
-    let only = std::env::var("HTTP_BENCH_ONLY").unwrap_or_default();
-    let wanted = |letter: &str| only.is_empty() || only.split(',').any(|o| o.trim() == letter);
     let mut backend_runtime = None;
     let mut _nginx = None;
     let mut _backend_gateway = None;
     let mut nginx_floor = None;
     let mut bare_over_nginx = None;
-    if ["g", "h", "i", "j"].into_iter().any(wanted) {
+    let mut slow_floor = None;
+    if ["g", "h", "i", "j", "k"].into_iter().any(wanted) {
         let (runtime, backend) = start_backend(cores);
         let served = start_backend_gateway(&server, &backend);
         let url = format!("{}{}", served.base, served.endpoint);
@@ -905,13 +951,14 @@ fn main() {
             "\"id\":1",
         );
         match nginx::binary() {
-            Some(binary) if wanted("g") || wanted("i") || wanted("j") => {
+            Some(binary) if ["g", "i", "j", "k"].into_iter().any(wanted) => {
                 let nginx = start_nginx(&binary, &backend, "/demo/orders/1");
                 let through_nginx = Workload::new(
                     "nginx GET /demo/orders/1",
                     vec![Request::get(format!("{}/demo/orders/1", nginx.url))],
                     "\"id\":1",
-                );
+                )
+                .through_nginx(nginx.process.0.id());
                 comparisons.push(Comparison {
                     title: "(g) invoke_tool get_order over the same GET through nginx (backend apart)",
                     baseline: through_nginx.clone(),
@@ -931,6 +978,21 @@ fn main() {
                     ),
                     target: None,
                 });
+                slow_floor = Some(Comparison {
+                    title: "(k) floor of (h): GET /slow/1 through nginx over direct (1 ms backend)",
+                    baseline: Workload::new(
+                        "direct GET /slow/1",
+                        vec![Request::get(format!("{backend}/slow/1"))],
+                        "\"id\":1",
+                    ),
+                    subject: Workload::new(
+                        "nginx GET /slow/1",
+                        vec![Request::get(format!("{}/slow/1", nginx.url))],
+                        "\"id\":1",
+                    )
+                    .through_nginx(nginx.process.0.id()),
+                    target: None,
+                });
                 nginx_floor = Some(Comparison {
                     title: "(i) floor of (g): the nginx hop over GET /demo/orders/1 direct (backend apart)",
                     baseline: direct_orders,
@@ -941,7 +1003,7 @@ fn main() {
             }
             Some(_) => {}
             None => println!(
-                "(g), (i) and (j) skipped: no nginx here (SEZZLEE_TEST_NGINX, PATH, /usr/sbin; apt-get install nginx-light)"
+                "(g), (i), (j) and (k) skipped: no nginx here (SEZZLEE_TEST_NGINX, PATH, /usr/sbin; apt-get install nginx-light)"
             ),
         }
         comparisons.push(Comparison {
@@ -960,6 +1022,7 @@ fn main() {
         });
         comparisons.extend(nginx_floor);
         comparisons.extend(bare_over_nginx);
+        comparisons.extend(slow_floor);
         backend_runtime = Some(runtime);
         _backend_gateway = Some(served);
     }
@@ -1081,6 +1144,13 @@ fn main() {
             println!(
                 "  added latency at p50: {:.0} µs",
                 micros(percentile(&s, 0.5)) - micros(percentile(&b, 0.5))
+            );
+            let [bc, bp, bb, bt] = baseline.cpu_per_request();
+            let [sc, sp, sb, st] = subject.cpu_per_request();
+            println!(
+                "  CPU µs per request (client + proxy + backend = all): {bc:.0} + {bp:.0} + {bb:.0} = {bt:.0} \
+                 against {sc:.0} + {sp:.0} + {sb:.0} = {st:.0}; ratio {:.2}",
+                st / bt.max(1e-9)
             );
         }
     }
