@@ -61,13 +61,11 @@
 //! on a machine whose cores all three share, the p50 follows the CPU they
 //! spend together per request.
 //!
-//! Figures of (g) and (h) (2026-12-04, 2 cores, shared and noisy;
-//! `HTTP_BENCH_ONLY=g,h cargo bench --bench http_load`, pooled p50 ratio /
-//! median of the rounds' ratios): (g) 1.59 / 1.55 at 1 caller (318 against
-//! 200 µs) and 1.68 / 1.81 at 16 (1,254 against 747 µs): target not met;
-//! (h) 1.12 / 1.12 at 1 caller (2,567 against 2,285 µs): not met, and
-//! 1.04 / 1.04 at 16 (3,036 against 2,928 µs): met. Why, with (i) and (j):
-//! benches/README.md.
+//! Figures of (g) and (h) (2026-12-04, 2 cores, quiet; `HTTP_BENCH_ONLY=
+//! g,h,i,j,k HTTP_BENCH_ROUNDS=8`): (g) 1.54 at 1 caller and 1.80 at 16,
+//! (h) 1.11 and 1.18: not met. At 16 callers the gateway spends 143 µs of
+//! CPU per invoke where nginx spends 38 and a bare axum + reqwest hop 86,
+//! and ≤ 1.2 leaves it 49: why, in benches/README.md.
 //!
 //! Each comparison runs at 1 and at 16 concurrent callers. The compared
 //! workloads alternate in rounds (A B, then B A, …) so that the noise of a
