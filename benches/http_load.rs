@@ -54,6 +54,9 @@
 //! (k) the floor of (h): `GET /slow/1` through nginx against the direct
 //!     call — what the leanest proxy adds beside a 1 ms backend (no
 //!     target).
+//! (l) the bare proxy of (j) with hyper's own pooled client instead of
+//!     reqwest, against the nginx hop: (l) beside (j) is what reqwest's
+//!     own layers cost a hop (no target).
 //!
 //! Every comparison also prints the CPU each request cost, by role (the
 //! bench's client, the proxy under test — the gateway's threads or
@@ -86,7 +89,7 @@
 //!   threads of the runtime the gateways are started on;
 //! - `HTTP_BENCH_SERVE_THREADS` (default: the gateway's, one per core):
 //!   the gateways' `serve_threads`; 0 serves connections on that runtime;
-//! - `HTTP_BENCH_ONLY` (`a` … `k` or a comma list such as `b,c,d`):
+//! - `HTTP_BENCH_ONLY` (`a` … `l` or a comma list such as `b,c,d`):
 //!   run only those comparisons (profiling);
 //! - `HTTP_BENCH_SEARCH_FOLDER` (default: none): run (a), (e) and (f) on
 //!   this catalogs folder instead of Graph, e.g. the whole public
@@ -522,7 +525,48 @@ fn start_bare_proxy(server: &tokio::runtime::Runtime, upstream: String) -> Strin
             }
         }
     };
-    let app = axum::Router::new().route("/proxy", axum::routing::get(forward));
+    serve_bare_proxy(
+        server,
+        axum::Router::new().route("/proxy", axum::routing::get(forward)),
+    )
+}
+
+/// The bare proxy of [`start_bare_proxy`] with hyper's own pooled client
+/// (`hyper_util::client::legacy`, which reqwest itself wraps) in place of
+/// reqwest: (l) against (j) is what reqwest's layers (URL parsing, the
+/// redirect and retry services) cost a hop.
+fn start_bare_hyper_proxy(server: &tokio::runtime::Runtime, upstream: String) -> String {
+    use axum::body::Bytes;
+    use axum::http::StatusCode;
+    use http_body_util::{BodyExt, Empty};
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Empty<Bytes>>();
+    let upstream: axum::http::Uri = upstream.parse().expect("upstream URI");
+    let forward = move || {
+        let client = client.clone();
+        let upstream = upstream.clone();
+        async move {
+            let answer = match client.get(upstream).await {
+                Ok(response) => {
+                    let status = response.status();
+                    match response.into_body().collect().await {
+                        Ok(body) => Ok((status, body.to_bytes())),
+                        Err(err) => Err(err.to_string()),
+                    }
+                }
+                Err(err) => Err(err.to_string()),
+            };
+            answer.unwrap_or_else(|err| (StatusCode::BAD_GATEWAY, Bytes::from(err)))
+        }
+    };
+    serve_bare_proxy(
+        server,
+        axum::Router::new().route("/proxy", axum::routing::get(forward)),
+    )
+}
+
+/// Serves a bare proxy's `app` on 127.0.0.1:0 on `server`; its base URL.
+fn serve_bare_proxy(server: &tokio::runtime::Runtime, app: axum::Router) -> String {
     let listener = server
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();
@@ -927,7 +971,8 @@ fn main() {
     let mut nginx_floor = None;
     let mut bare_over_nginx = None;
     let mut slow_floor = None;
-    if ["g", "h", "i", "j", "k"].into_iter().any(wanted) {
+    let mut hyper_hop = None;
+    if ["g", "h", "i", "j", "k", "l"].into_iter().any(wanted) {
         let (runtime, backend) = start_backend(cores);
         let served = start_backend_gateway(&server, &backend);
         let url = format!("{}{}", served.base, served.endpoint);
@@ -949,7 +994,7 @@ fn main() {
             "\"id\":1",
         );
         match nginx::binary() {
-            Some(binary) if ["g", "i", "j", "k"].into_iter().any(wanted) => {
+            Some(binary) if ["g", "i", "j", "k", "l"].into_iter().any(wanted) => {
                 let nginx = start_nginx(&binary, &backend, "/demo/orders/1");
                 let through_nginx = Workload::new(
                     "nginx GET /demo/orders/1",
@@ -972,6 +1017,18 @@ fn main() {
                     subject: Workload::new(
                         "bare proxy GET",
                         vec![Request::get(format!("{bare}/proxy"))],
+                        "\"id\":1",
+                    ),
+                    target: None,
+                });
+                let bare_hyper =
+                    start_bare_hyper_proxy(&server, format!("{backend}/demo/orders/1"));
+                hyper_hop = Some(Comparison {
+                    title: "(l) the bare hop on hyper's own client over the nginx hop (backend apart)",
+                    baseline: through_nginx.clone(),
+                    subject: Workload::new(
+                        "bare hyper proxy GET",
+                        vec![Request::get(format!("{bare_hyper}/proxy"))],
                         "\"id\":1",
                     ),
                     target: None,
@@ -1001,7 +1058,7 @@ fn main() {
             }
             Some(_) => {}
             None => println!(
-                "(g), (i), (j) and (k) skipped: no nginx here (SEZZLEE_TEST_NGINX, PATH, /usr/sbin; apt-get install nginx-light)"
+                "(g), (i), (j), (k) and (l) skipped: no nginx here (SEZZLEE_TEST_NGINX, PATH, /usr/sbin; apt-get install nginx-light)"
             ),
         }
         comparisons.push(Comparison {
@@ -1021,6 +1078,7 @@ fn main() {
         comparisons.extend(nginx_floor);
         comparisons.extend(bare_over_nginx);
         comparisons.extend(slow_floor);
+        comparisons.extend(hyper_hop);
         backend_runtime = Some(runtime);
         _backend_gateway = Some(served);
     }

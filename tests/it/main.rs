@@ -15,6 +15,7 @@ mod compaction;
 mod corpus;
 mod deploy_manifests;
 mod edit_storm;
+mod egress_proxy;
 mod faulty_backends;
 mod flood;
 mod health_cli;

@@ -22,8 +22,9 @@ use tokio::sync::watch;
 pub enum StartError {
     /// The catalogs folder could not be read.
     Catalogs { dir: PathBuf, error: std::io::Error },
-    /// The backend HTTP client could not be made.
-    Backend(reqwest::Error),
+    /// The backend HTTP clients could not be made (why, in words: the TLS
+    /// stack could not start).
+    Backend(String),
     /// The configured search model could not be loaded.
     SearchModel(ModelError),
 }

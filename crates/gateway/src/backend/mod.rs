@@ -8,9 +8,12 @@
 //! retrying is safe.
 
 pub mod credentials;
+pub mod direct;
 pub mod request;
 pub mod response;
 
+use direct::DirectClient;
+use hyper_util::client::proxy::matcher::Matcher;
 use request::{Body, Outgoing};
 use reqwest::redirect::Policy;
 use response::BackendResponse;
@@ -21,6 +24,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most response bytes read from a backend.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 
+/// What a failed TLS handshake's detail starts with.
+const TLS_FAILED: &str = "the TLS handshake failed: is the backend serving HTTPS on this port, with a certificate the gateway trusts? ";
+
 /// Why a call produced no HTTP response.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Failure {
@@ -30,44 +36,71 @@ pub enum Failure {
     Timeout { after: Duration },
 }
 
-/// The HTTP clients: one per serving thread (`crate::serving_threads`),
-/// so a backend connection is driven on the thread whose calls use it,
-/// and one for calls made anywhere else; each pools connections per
-/// backend host.
+/// The HTTP clients: one of each kind per serving thread
+/// (`crate::serving_threads`), so a backend connection is driven on the
+/// thread whose calls use it, and one for calls made anywhere else; each
+/// pools connections per backend host.
+///
+/// Most calls go through hyper's own client ([`direct`]); multipart bodies
+/// and calls an egress proxy from the environment (`HTTPS_PROXY`,
+/// `HTTP_PROXY`, `ALL_PROXY`, less `NO_PROXY`) intercepts go through
+/// reqwest, which encodes the one and tunnels the other.
 pub struct Client {
-    shared: reqwest::Client,
-    per_thread: Vec<reqwest::Client>,
+    direct: PerThread<DirectClient>,
+    reqwest: PerThread<reqwest::Client>,
+    /// The environment's egress proxies, read once at start.
+    proxies: Matcher,
     pub max_response_bytes: usize,
     /// Backend credentials other than the caller's own (`backend.auth`).
     pub credentials: credentials::Credentials,
 }
 
+/// One client per serving thread, and a shared one.
+struct PerThread<T> {
+    shared: T,
+    per_thread: Vec<T>,
+}
+
+impl<T> PerThread<T> {
+    fn new<E>(threads: usize, make: impl Fn() -> Result<T, E>) -> Result<PerThread<T>, E> {
+        Ok(PerThread {
+            shared: make()?,
+            per_thread: (0..threads).map(|_| make()).collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// The client of the serving thread this runs on, else the shared one.
+    fn here(&self) -> &T {
+        crate::serving_threads::current()
+            .and_then(|index| self.per_thread.get(index))
+            .unwrap_or(&self.shared)
+    }
+}
+
 impl Client {
-    /// The backend client, or why it cannot be made (the TLS stack could not
-    /// start). There is no fallback: any other client would follow
+    /// The backend clients, or why they cannot be made (the TLS stack could
+    /// not start). There is no fallback: any other client would follow
     /// redirects, which a gateway calling APIs on a caller's behalf must
     /// never do, so start-up fails instead.
     /// `serving_threads` is how many threads serve connections (one pool
     /// each).
-    pub fn new(
-        max_response_bytes: usize,
-        serving_threads: usize,
-    ) -> Result<Client, reqwest::Error> {
-        let build = || {
+    pub fn new(max_response_bytes: usize, serving_threads: usize) -> Result<Client, String> {
+        let direct = PerThread::new(serving_threads, DirectClient::new)
+            .map_err(|err| format!("TLS: {err}"))?;
+        let reqwest = PerThread::new(serving_threads, || {
             reqwest::Client::builder()
                 .redirect(Policy::none())
                 .connect_timeout(Duration::from_secs(10))
                 .pool_idle_timeout(Duration::from_secs(60))
                 .build()
-        };
-        let per_thread = (0..serving_threads)
-            .map(|_| build())
-            .collect::<Result<Vec<_>, _>>()?;
+        })
+        .map_err(|err| err.to_string())?;
         Ok(Client {
-            shared: build()?,
-            per_thread,
+            direct,
+            reqwest,
+            proxies: Matcher::from_env(),
             max_response_bytes,
-            credentials: credentials::Credentials::new()?,
+            credentials: credentials::Credentials::new().map_err(|err| err.to_string())?,
         })
     }
 
@@ -77,51 +110,31 @@ impl Client {
         outgoing: Outgoing,
         timeout: Duration,
     ) -> Result<BackendResponse, Failure> {
-        let method = reqwest::Method::from_bytes(outgoing.method.as_bytes()).map_err(|_| {
-            Failure::Unavailable {
-                detail: format!("'{}' is not an HTTP method", outgoing.method),
-                maybe_reached: false,
-            }
-        })?;
-        let http = self.http_here();
-        let mut builder = http.request(method, &outgoing.url);
-        for (name, value) in &outgoing.headers {
-            builder = builder.header(name.as_str(), value.as_str());
-        }
-        builder = match outgoing.body {
-            None => builder,
-            Some(Body::Bytes {
-                content_type,
-                bytes,
-            }) => builder.header("content-type", content_type).body(bytes),
-            Some(Body::Multipart(parts)) => {
-                let mut form = reqwest::multipart::Form::new();
-                for part in parts {
-                    let mut item = reqwest::multipart::Part::bytes(part.bytes);
-                    if part.file {
-                        item = item.file_name(part.name.clone());
-                    }
-                    if let Some(content_type) = &part.content_type {
-                        item = item
-                            .mime_str(content_type)
-                            .map_err(|_| Failure::Unavailable {
-                                detail: format!("'{content_type}' is not a media type"),
-                                maybe_reached: false,
-                            })?;
-                    }
-                    form = form.part(part.name, item);
-                }
-                builder.multipart(form)
-            }
-        };
-        let request = builder.build().map_err(|err| Failure::Unavailable {
-            detail: format!("the request could not be built: {err}"),
-            maybe_reached: false,
-        })?;
         let max = self.max_response_bytes;
+        // A URL `http::Uri` does not take (a host to spell in IDNA) goes
+        // to reqwest, whose URL parser does.
+        let direct_uri = match outgoing.url.parse::<axum::http::Uri>() {
+            Ok(uri)
+                if !matches!(outgoing.body, Some(Body::Multipart(_)))
+                    && self.proxies.intercept(&uri).is_none() =>
+            {
+                Some(uri)
+            }
+            _ => None,
+        };
         let exchange = async {
-            let response = http.execute(request).await.map_err(classify)?;
-            response::read(response, max).await
+            match direct_uri {
+                Some(uri) => {
+                    let response = self.direct.here().send(uri, outgoing).await?;
+                    response::read(response, max).await
+                }
+                None => {
+                    let http = self.reqwest.here();
+                    let request = reqwest_request(http, outgoing)?;
+                    let response = http.execute(request).await.map_err(classify)?;
+                    response::read(response.into(), max).await
+                }
+            }
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
@@ -130,16 +143,54 @@ impl Client {
     }
 }
 
-impl Client {
-    /// The client of the serving thread this runs on, else the shared one.
-    fn http_here(&self) -> &reqwest::Client {
-        crate::serving_threads::current()
-            .and_then(|index| self.per_thread.get(index))
-            .unwrap_or(&self.shared)
+/// `outgoing` as reqwest's request (multipart bodies encoded by reqwest).
+fn reqwest_request(
+    http: &reqwest::Client,
+    outgoing: Outgoing,
+) -> Result<reqwest::Request, Failure> {
+    let method = reqwest::Method::from_bytes(outgoing.method.as_bytes()).map_err(|_| {
+        Failure::Unavailable {
+            detail: format!("'{}' is not an HTTP method", outgoing.method),
+            maybe_reached: false,
+        }
+    })?;
+    let mut builder = http.request(method, &outgoing.url);
+    for (name, value) in &outgoing.headers {
+        builder = builder.header(name.as_str(), value.as_str());
     }
+    builder = match outgoing.body {
+        None => builder,
+        Some(Body::Bytes {
+            content_type,
+            bytes,
+        }) => builder.header("content-type", content_type).body(bytes),
+        Some(Body::Multipart(parts)) => {
+            let mut form = reqwest::multipart::Form::new();
+            for part in parts {
+                let mut item = reqwest::multipart::Part::bytes(part.bytes);
+                if part.file {
+                    item = item.file_name(part.name.clone());
+                }
+                if let Some(content_type) = &part.content_type {
+                    item = item
+                        .mime_str(content_type)
+                        .map_err(|_| Failure::Unavailable {
+                            detail: format!("'{content_type}' is not a media type"),
+                            maybe_reached: false,
+                        })?;
+                }
+                form = form.part(part.name, item);
+            }
+            builder.multipart(form)
+        }
+    };
+    builder.build().map_err(|err| Failure::Unavailable {
+        detail: format!("the request could not be built: {err}"),
+        maybe_reached: false,
+    })
 }
 
-/// A connection refused or reset before a response: did bytes leave?
+/// A reqwest call that produced no response: did bytes leave?
 fn classify(err: reqwest::Error) -> Failure {
     let maybe_reached = !err.is_connect();
     let mut detail = err.to_string();
@@ -155,9 +206,7 @@ fn classify(err: reqwest::Error) -> Failure {
         source = cause.source();
     }
     if tls_failed && err.is_connect() && err.url().is_some_and(|url| url.scheme() == "https") {
-        detail = format!(
-            "the TLS handshake failed: is the backend serving HTTPS on this port, with a certificate the gateway trusts? {detail}"
-        );
+        detail = format!("{TLS_FAILED}{detail}");
     }
     // A connect timeout is a connection failure: nothing was sent.
     if err.is_timeout() && !err.is_connect() {
@@ -173,7 +222,7 @@ fn classify(err: reqwest::Error) -> Failure {
 
 /// Whether `cause` is, or wraps, an I/O error of kind `InvalidData`
 /// (hyper-rustls wraps tokio-rustls's error in another I/O error).
-fn is_invalid_data(cause: &(dyn std::error::Error + 'static)) -> bool {
+pub(crate) fn is_invalid_data(cause: &(dyn std::error::Error + 'static)) -> bool {
     let mut current = Some(cause);
     while let Some(io) = current.and_then(|error| error.downcast_ref::<std::io::Error>()) {
         if io.kind() == std::io::ErrorKind::InvalidData {

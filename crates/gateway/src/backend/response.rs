@@ -6,7 +6,9 @@
 //! agent acts on are kept.
 
 use super::Failure;
-use futures_util::StreamExt;
+use axum::body::Bytes;
+use axum::http::Response;
+use http_body_util::BodyExt;
 use serde_json::{Map, Value, json};
 
 /// Response headers worth showing an agent.
@@ -57,8 +59,13 @@ impl ResponseBody {
     }
 }
 
-/// Reads at most `max` bytes of the body.
-pub async fn read(response: reqwest::Response, max: usize) -> Result<BackendResponse, Failure> {
+/// Reads at most `max` bytes of the body (of hyper's client, or of
+/// reqwest's as an `http::Response`).
+pub async fn read<B>(response: Response<B>, max: usize) -> Result<BackendResponse, Failure>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
     let status = response.status().as_u16();
     let mut headers = Map::new();
     for name in KEPT_HEADERS {
@@ -71,7 +78,8 @@ pub async fn read(response: reqwest::Response, max: usize) -> Result<BackendResp
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_ascii_lowercase();
-    let declared = response.content_length().map(|n| n as usize);
+    let mut body = response.into_body();
+    let declared = body.size_hint().exact().map(|n| n as usize);
     if declared.is_some_and(|n| n > max) {
         return Ok(BackendResponse {
             status,
@@ -82,13 +90,15 @@ pub async fn read(response: reqwest::Response, max: usize) -> Result<BackendResp
             },
         });
     }
-    let mut bytes: Vec<u8> = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|err| Failure::Unavailable {
+    let mut bytes: Vec<u8> = Vec::with_capacity(declared.unwrap_or(0));
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|err| Failure::Unavailable {
             detail: format!("the response broke off: {err}"),
             maybe_reached: true,
         })?;
+        let Ok(chunk) = frame.into_data() else {
+            continue; // trailers
+        };
         if bytes.len() + chunk.len() > max {
             return Ok(BackendResponse {
                 status,

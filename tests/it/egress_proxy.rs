@@ -1,0 +1,98 @@
+//! Backend calls and an egress proxy named in the environment
+//! (`HTTP_PROXY`, less `NO_PROXY`), end to end with the real binary: the
+//! calls the proxy intercepts reach it (the gateway sends those through
+//! reqwest, which tunnels; `crates/gateway/src/backend/mod.rs`) and the
+//! ones `NO_PROXY` exempts go straight to their backend (hyper's client),
+//! as every call did when reqwest made them all.
+
+use crate::backend::Backend;
+use crate::support::*;
+use serde_json::{Value, json};
+use std::process::Stdio;
+
+/// A document of one `GET {path}` operation on `server`.
+fn document(title: &str, server: &str, path: &str, operation: &str) -> String {
+    json!({
+        "openapi": "3.0.3",
+        "info": {"title": title, "version": "1"},
+        "servers": [{"url": server}],
+        "paths": {path: {"get": {"operationId": operation,
+            "responses": {"200": {"description": "ok"}}}}}
+    })
+    .to_string()
+}
+
+/// invoke_tool of `tool` (no arguments) at the endpoint `url`: its payload.
+async fn invoke_at(url: &str, tool: &str) -> Value {
+    let body = modern_request(
+        1,
+        "tools/call",
+        json!({"name": "invoke_tool", "arguments": {"name": tool}}),
+    );
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (name, value) in modern_headers(&body) {
+        request = request.header(name, value);
+    }
+    let response = request.json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    tool_reply(&body["result"]).payload
+}
+
+#[tokio::test]
+async fn an_egress_proxy_in_the_environment_carries_the_calls_it_intercepts() {
+    let proxy = Backend::start().await;
+    proxy.answer_every_path_with(&json!({"via": "proxy"}));
+    let near = Backend::start().await;
+    near.answer_every_path_with(&json!({"via": "direct"}));
+    let dir = tempfile::tempdir().unwrap();
+    let far_server = "http://backend.far.example:8080/api";
+    std::fs::write(
+        dir.path().join("far.json"),
+        document("Far", far_server, "/things", "getThings"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("near.json"),
+        document("Near", &near.base, "/near", "getNear"),
+    )
+    .unwrap();
+    let mut command = sezzlee_binary(None);
+    for name in ["http_proxy", "https_proxy", "all_proxy", "no_proxy"] {
+        command
+            .env_remove(name)
+            .env_remove(name.to_ascii_uppercase());
+    }
+    let mut child = command
+        .args(["serve", "--listen", "127.0.0.1:0", "--watch", "off"])
+        .arg("--catalogs")
+        .arg(dir.path())
+        .env("HTTP_PROXY", &proxy.base)
+        .env("NO_PROXY", "127.0.0.1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sezzlee serve starts");
+    let (url, _logs) = listening_url(&mut child);
+
+    // A host the proxy is for: the request reaches the proxy, addressed to
+    // the backend (the name is never resolved here).
+    let far = invoke_at(&url, "get_things").await;
+    assert_eq!(far["status"], 200, "{far}");
+    assert_eq!(far["body"], json!({"via": "proxy"}), "{far}");
+    let through = proxy.last();
+    assert_eq!(through.target, "/api/things");
+    assert_eq!(through.header("host"), Some("backend.far.example:8080"));
+
+    // A host NO_PROXY names: straight to the backend, the proxy untouched.
+    let direct = invoke_at(&url, "get_near").await;
+    assert_eq!(direct["body"], json!({"via": "direct"}), "{direct}");
+    assert_eq!(near.count(), 1);
+    assert_eq!(proxy.count(), 1);
+
+    let _ = child.kill();
+    let _ = child.wait();
+}
