@@ -40,10 +40,6 @@ use sezzlee_catalog::{Catalog, Sources};
 /// `default_cases` cases unless `PROPTEST_CASES` says otherwise, a seed
 /// from `PROPTEST_RNG_SEED` or a fresh one, no failure files written.
 fn runner(default_cases: u32) -> (TestRunner, u64) {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(default_cases);
     let seed = std::env::var("PROPTEST_RNG_SEED")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -53,6 +49,15 @@ fn runner(default_cases: u32) -> (TestRunner, u64) {
                 .map_or(0, |d| d.as_nanos());
             (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)
         });
+    seeded_runner(default_cases, seed)
+}
+
+/// A runner of `default_cases` cases (or `PROPTEST_CASES`) from `seed`.
+fn seeded_runner(default_cases: u32, seed: u64) -> (TestRunner, u64) {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default_cases);
     let config = Config {
         cases,
         failure_persistence: None,
@@ -963,9 +968,11 @@ fn versions_do_not_depend_on_the_build_or_on_key_order() {
 /// The generator is not vacuous: across a run it makes tools, `$ref`
 /// cycles that build into `$defs`, and patterns the converter drops with
 /// a warning (so the strict checks above meet what they are about).
+/// Counted over a fixed seed's 200 documents, so the figures are the same
+/// on every run (a random seed's counts vary around the bounds).
 #[test]
 fn the_generator_reaches_tools_defs_and_dropped_patterns() {
-    let (mut runner, _) = runner(200);
+    let (mut runner, _) = seeded_runner(200, 0x5eed_0019);
     let strategy = document();
     let (mut tools, mut with_defs, mut dropped, mut kept_patterns) = (0, 0, 0, 0);
     for _ in 0..200 {
