@@ -64,11 +64,12 @@
 //! on a machine whose cores all three share, the p50 follows the CPU they
 //! spend together per request.
 //!
-//! Figures of (g) and (h) (2026-12-04, 2 cores, quiet; `HTTP_BENCH_ONLY=
-//! g,h,i,j,k HTTP_BENCH_ROUNDS=8`): (g) 1.54 at 1 caller and 1.80 at 16,
-//! (h) 1.11 and 1.18: not met. At 16 callers the gateway spends 143 µs of
-//! CPU per invoke where nginx spends 38 and a bare axum + reqwest hop 86,
-//! and ≤ 1.2 leaves it 49: why, in benches/README.md.
+//! Figures of (g) and (h) (2026-12-04, 2 cores; `HTTP_BENCH_ONLY=
+//! g,h,i,j,k,l HTTP_BENCH_ROUNDS=8`), with the gateway's backend calls on
+//! hyper's own client: (g) 1.51 at 1 caller and 1.47 at 16, (h) 1.14 and
+//! 1.12: not met. At 16 callers the gateway spends 107 µs of CPU per
+//! invoke where nginx spends 36 and a bare hop on hyper 55, and ≤ 1.2
+//! leaves it about 50: why, in benches/README.md.
 //!
 //! Each comparison runs at 1 and at 16 concurrent callers. The compared
 //! workloads alternate in rounds (A B, then B A, …) so that the noise of a
