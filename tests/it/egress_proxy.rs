@@ -1,9 +1,10 @@
-//! Backend calls and an egress proxy named in the environment
-//! (`HTTP_PROXY`, less `NO_PROXY`), end to end with the real binary: the
-//! calls the proxy intercepts reach it (the gateway sends those through
-//! reqwest, which tunnels; `crates/gateway/src/backend/mod.rs`) and the
-//! ones `NO_PROXY` exempts go straight to their backend (hyper's client),
-//! as every call did when reqwest made them all.
+//! The backend calls the gateway still sends through reqwest rather than
+//! hyper's own client (`crates/gateway/src/backend/mod.rs`), each as it
+//! was when reqwest made every call: those an egress proxy named in the
+//! environment (`HTTP_PROXY`, less `NO_PROXY`) intercepts reach the proxy,
+//! end to end with the real binary, while the ones `NO_PROXY` exempts go
+//! straight to their backend; and a base URL with user information sends
+//! it as Basic credentials.
 
 use crate::backend::Backend;
 use crate::support::*;
@@ -95,4 +96,24 @@ async fn an_egress_proxy_in_the_environment_carries_the_calls_it_intercepts() {
 
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[tokio::test]
+async fn user_information_in_a_base_url_is_sent_as_basic_credentials() {
+    let backend = Backend::start().await;
+    backend.answer_every_path_with(&json!({"ok": true}));
+    let server = backend.base.replacen("http://", "http://user:s%40cret@", 1);
+    let gateway = TestGateway::with_files(
+        &[("near.json", document("Near", &server, "/near", "getNear"))],
+        |_| {},
+    )
+    .await;
+    let payload = gateway
+        .tool_ok("invoke_tool", json!({"name": "get_near"}))
+        .await;
+    assert_eq!(payload["status"], 200, "{payload}");
+    let sent = backend.last();
+    assert_eq!(sent.target, "/near");
+    // base64("user:s@cret")
+    assert_eq!(sent.header("authorization"), Some("Basic dXNlcjpzQGNyZXQ="));
 }

@@ -8,8 +8,10 @@
 //! matching) cost a bare proxy hop about 25 µs of CPU per request, half
 //! again what the hop costs without them. reqwest stays for the calls it
 //! does better (`super::Client::send` routes them): multipart bodies,
-//! whose encoding it owns, and calls an egress proxy named in the
-//! environment intercepts, which it tunnels.
+//! whose encoding it owns, calls an egress proxy named in the environment
+//! intercepts, which it tunnels, and URLs with user information (sent as
+//! Basic credentials) or that `http::Uri` refuses (reqwest's parser takes
+//! IDNA hosts).
 //!
 //! What reqwest gave the gateway is kept: no redirects are followed
 //! (hyper's client follows none), TLS 1.2 and 1.3 with Mozilla's roots and

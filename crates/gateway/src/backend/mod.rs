@@ -41,10 +41,11 @@ pub enum Failure {
 /// thread whose calls use it, and one for calls made anywhere else; each
 /// pools connections per backend host.
 ///
-/// Most calls go through hyper's own client ([`direct`]); multipart bodies
-/// and calls an egress proxy from the environment (`HTTPS_PROXY`,
-/// `HTTP_PROXY`, `ALL_PROXY`, less `NO_PROXY`) intercepts go through
-/// reqwest, which encodes the one and tunnels the other.
+/// Most calls go through hyper's own client ([`direct`]); multipart bodies,
+/// calls an egress proxy from the environment (`HTTPS_PROXY`,
+/// `HTTP_PROXY`, `ALL_PROXY`, less `NO_PROXY`) intercepts, and URLs with
+/// user information or that `http::Uri` refuses go through reqwest, which
+/// encodes, tunnels, sends Basic credentials and parses them as before.
 pub struct Client {
     direct: PerThread<DirectClient>,
     reqwest: PerThread<reqwest::Client>,
@@ -112,10 +113,12 @@ impl Client {
     ) -> Result<BackendResponse, Failure> {
         let max = self.max_response_bytes;
         // A URL `http::Uri` does not take (a host to spell in IDNA) goes
-        // to reqwest, whose URL parser does.
+        // to reqwest, whose URL parser does, and so does one with user
+        // information, which reqwest sends as Basic credentials.
         let direct_uri = match outgoing.url.parse::<axum::http::Uri>() {
             Ok(uri)
                 if !matches!(outgoing.body, Some(Body::Multipart(_)))
+                    && !uri.authority().is_some_and(|a| a.as_str().contains('@'))
                     && self.proxies.intercept(&uri).is_none() =>
             {
                 Some(uri)
