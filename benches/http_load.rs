@@ -1009,31 +1009,29 @@ fn main() {
                     subject: invoke_orders,
                     target: Some(1.2),
                 });
-                // The bare proxy of (c), in front of this backend: what
-                // any axum + reqwest gateway costs where nginx costs (i).
-                let bare = start_bare_proxy(&server, format!("{backend}/demo/orders/1"));
-                bare_over_nginx = Some(Comparison {
-                    title: "(j) a bare axum + reqwest proxy hop over the nginx hop (backend apart)",
+                // A bare proxy hop in front of this backend, against nginx.
+                let hop_over_nginx = |title, label, base: String| Comparison {
+                    title,
                     baseline: through_nginx.clone(),
                     subject: Workload::new(
-                        "bare proxy GET",
-                        vec![Request::get(format!("{bare}/proxy"))],
+                        label,
+                        vec![Request::get(format!("{base}/proxy"))],
                         "\"id\":1",
                     ),
                     target: None,
-                });
-                let bare_hyper =
-                    start_bare_hyper_proxy(&server, format!("{backend}/demo/orders/1"));
-                hyper_hop = Some(Comparison {
-                    title: "(l) the bare hop on hyper's own client over the nginx hop (backend apart)",
-                    baseline: through_nginx.clone(),
-                    subject: Workload::new(
-                        "bare hyper proxy GET",
-                        vec![Request::get(format!("{bare_hyper}/proxy"))],
-                        "\"id\":1",
-                    ),
-                    target: None,
-                });
+                };
+                // The bare proxy of (c): what any axum + reqwest gateway
+                // costs where nginx costs (i); and the same on hyper's client.
+                bare_over_nginx = Some(hop_over_nginx(
+                    "(j) a bare axum + reqwest proxy hop over the nginx hop (backend apart)",
+                    "bare proxy GET",
+                    start_bare_proxy(&server, format!("{backend}/demo/orders/1")),
+                ));
+                hyper_hop = Some(hop_over_nginx(
+                    "(l) the bare hop on hyper's own client over the nginx hop (backend apart)",
+                    "bare hyper proxy GET",
+                    start_bare_hyper_proxy(&server, format!("{backend}/demo/orders/1")),
+                ));
                 slow_floor = Some(Comparison {
                     title: "(k) floor of (h): GET /slow/1 through nginx over direct (1 ms backend)",
                     baseline: Workload::new(
