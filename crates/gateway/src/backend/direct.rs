@@ -114,20 +114,8 @@ fn build(uri: Uri, outgoing: Outgoing) -> Result<Request<Full<Bytes>>, Failure> 
 
 /// No response: did bytes leave, and was it TLS that failed?
 fn classify(err: &hyper_util::client::legacy::Error, https: bool) -> Failure {
-    let mut detail = err.to_string();
-    let mut tls_failed = false;
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        detail.push_str(": ");
-        detail.push_str(&cause.to_string());
-        tls_failed |= super::is_invalid_data(cause);
-        source = cause.source();
-    }
-    if tls_failed && err.is_connect() && https {
-        detail = format!("{}{detail}", super::TLS_FAILED);
-    }
     Failure::Unavailable {
-        detail,
+        detail: super::failure_detail(err, err.is_connect() && https),
         maybe_reached: !err.is_connect(),
     }
 }

@@ -195,22 +195,8 @@ fn reqwest_request(
 
 /// A reqwest call that produced no response: did bytes leave?
 fn classify(err: reqwest::Error) -> Failure {
-    let maybe_reached = !err.is_connect();
-    let mut detail = err.to_string();
-    // tokio-rustls reports a failed handshake (a corrupt record, an
-    // untrusted certificate) as `InvalidData`; the TCP connection itself
-    // fails with an OS error instead.
-    let mut tls_failed = false;
-    let mut source = std::error::Error::source(&err);
-    while let Some(cause) = source {
-        detail.push_str(": ");
-        detail.push_str(&cause.to_string());
-        tls_failed |= is_invalid_data(cause);
-        source = cause.source();
-    }
-    if tls_failed && err.is_connect() && err.url().is_some_and(|url| url.scheme() == "https") {
-        detail = format!("{TLS_FAILED}{detail}");
-    }
+    let connect_over_https =
+        err.is_connect() && err.url().is_some_and(|url| url.scheme() == "https");
     // A connect timeout is a connection failure: nothing was sent.
     if err.is_timeout() && !err.is_connect() {
         return Failure::Timeout {
@@ -218,14 +204,35 @@ fn classify(err: reqwest::Error) -> Failure {
         };
     }
     Failure::Unavailable {
-        detail,
-        maybe_reached,
+        detail: failure_detail(&err, connect_over_https),
+        maybe_reached: !err.is_connect(),
     }
+}
+
+/// `err`'s message and every cause's, for either client. When connecting
+/// over HTTPS failed with a TLS error among the causes, the detail starts
+/// by saying so: tokio-rustls reports a failed handshake (a corrupt record,
+/// an untrusted certificate) as `InvalidData`, where the TCP connection
+/// itself fails with an OS error instead.
+fn failure_detail(err: &(dyn std::error::Error + 'static), connect_over_https: bool) -> String {
+    let mut detail = err.to_string();
+    let mut tls_failed = false;
+    let mut source = err.source();
+    while let Some(cause) = source {
+        detail.push_str(": ");
+        detail.push_str(&cause.to_string());
+        tls_failed |= is_invalid_data(cause);
+        source = cause.source();
+    }
+    if tls_failed && connect_over_https {
+        detail.insert_str(0, TLS_FAILED);
+    }
+    detail
 }
 
 /// Whether `cause` is, or wraps, an I/O error of kind `InvalidData`
 /// (hyper-rustls wraps tokio-rustls's error in another I/O error).
-pub(crate) fn is_invalid_data(cause: &(dyn std::error::Error + 'static)) -> bool {
+fn is_invalid_data(cause: &(dyn std::error::Error + 'static)) -> bool {
     let mut current = Some(cause);
     while let Some(io) = current.and_then(|error| error.downcast_ref::<std::io::Error>()) {
         if io.kind() == std::io::ErrorKind::InvalidData {
