@@ -18,6 +18,7 @@ mod edit_storm;
 mod egress_proxy;
 mod faulty_backends;
 mod flood;
+mod form_bodies;
 mod health_cli;
 mod hostile_callers;
 mod identity_provider;

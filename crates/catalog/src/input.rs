@@ -6,6 +6,7 @@
 //! can be dispatched exactly.
 
 use super::diagnostics::{Diagnostic, codes};
+use super::form_encoding::{FormKind, member_rule};
 use super::schema::{Converter, Dialect, Direction, Reached, Schema};
 use super::{Argument, Location, RequestBody, Style};
 use serde_json::{Map, Value, json};
@@ -98,6 +99,7 @@ impl<'c, 'r> InputBuilder<'c, 'r> {
             explode,
             allow_reserved: param.get("allowReserved").and_then(Value::as_bool) == Some(true),
             json_encoded,
+            encoding: None,
         });
         if location == Location::BodyMember && self.body.is_none() {
             self.body = Some(RequestBody {
@@ -154,6 +156,7 @@ impl<'c, 'r> InputBuilder<'c, 'r> {
                 explode: false,
                 allow_reserved: false,
                 json_encoded: false,
+                encoding: None,
             });
         }
     }
@@ -176,7 +179,8 @@ impl<'c, 'r> InputBuilder<'c, 'r> {
             return Ok(());
         };
         let schema = media.get("schema");
-        self.body_schema(body_file, media_type, schema, required)
+        let encoding = media.get("encoding").and_then(Value::as_object);
+        self.body_schema(body_file, media_type, schema, encoding, required)
     }
 
     fn swagger_body(&mut self, param_file: &Arc<str>, param: &Value) -> Result<(), String> {
@@ -186,6 +190,7 @@ impl<'c, 'r> InputBuilder<'c, 'r> {
             param_file,
             "application/json",
             param.get("schema"),
+            None,
             required,
         )
     }
@@ -205,6 +210,7 @@ impl<'c, 'r> InputBuilder<'c, 'r> {
         file: &Arc<str>,
         media_type: &str,
         schema: Option<&Value>,
+        encoding: Option<&Map<String, Value>>,
         required: bool,
     ) -> Result<(), String> {
         let send_as = if media_type == "*/*" || media_type == "application/*" {
@@ -246,8 +252,23 @@ impl<'c, 'r> InputBuilder<'c, 'r> {
                     let member = self.unique_member(&name, Location::BodyMember);
                     let is_required = required && required_members.contains(&name);
                     self.add_member(&member, converted, is_required);
-                    self.arguments
-                        .push(body_argument(member, name, Location::BodyMember));
+                    let rule = member_rule(
+                        self.converter.dialect(),
+                        FormKind::of(send_as),
+                        encoding.and_then(|e| e.get(&name)),
+                        self.converter.resolver(),
+                        file,
+                    );
+                    self.arguments.push(Argument {
+                        member,
+                        wire_name: name,
+                        location: Location::BodyMember,
+                        style: rule.style,
+                        explode: rule.explode,
+                        allow_reserved: rule.allow_reserved,
+                        json_encoded: false,
+                        encoding: rule.encoding,
+                    });
                 }
                 return Ok(());
             }
@@ -385,6 +406,7 @@ fn body_argument(member: String, wire_name: String, location: Location) -> Argum
         explode: true,
         allow_reserved: false,
         json_encoded: false,
+        encoding: None,
     }
 }
 

@@ -12,6 +12,7 @@ pub mod diagnostics;
 mod draft;
 pub mod ecma_pattern;
 pub mod fingerprint;
+mod form_encoding;
 pub mod header_text;
 mod input;
 pub mod naming;
@@ -31,6 +32,7 @@ mod variants;
 pub use assemble::version_source;
 pub use compact::fit::Compaction;
 pub use diagnostics::{Diagnostic, Diagnostics, Severity};
+pub use form_encoding::FormKind;
 pub use input::is_json_media_type;
 pub use schema::{PackedSchema, Schema};
 pub use source::Sources;
@@ -79,6 +81,29 @@ pub struct Argument {
     pub allow_reserved: bool,
     /// A parameter declared with `content: application/json`: sent as JSON text.
     pub json_encoded: bool,
+    /// What a form or multipart body's `encoding` says of this member
+    /// beyond `style`, `explode` and `allowReserved` (which the fields
+    /// above carry); `None` for everything else.
+    pub encoding: Option<Arc<MemberEncoding>>,
+}
+
+/// One member of a form or multipart body as the document's `encoding`
+/// (OpenAPI 3.x Encoding Object) writes it, when that is more than a style:
+/// kept apart from [`Argument`] so the arguments of every other operation
+/// stay small. Rules: `docs/contract.md` §2.3, "Form and multipart bodies".
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MemberEncoding {
+    /// Written by its media type instead of by `style`: OpenAPI 3.1 form
+    /// members whose encoding names none of `style`, `explode`,
+    /// `allowReserved`, 3.0 ones that name only a `contentType`, and every
+    /// OpenAPI 3.x multipart member.
+    pub by_media_type: bool,
+    /// The member's `contentType` (the first one when the document lists
+    /// several), when the document names it.
+    pub content_type: Option<String>,
+    /// Multipart part headers whose value the document fixes (`const`, an
+    /// `enum` of one value, or `default`), in the document's order.
+    pub headers: Vec<(String, String)>,
 }
 
 /// How a request body is encoded.

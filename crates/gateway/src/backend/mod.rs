@@ -9,6 +9,7 @@
 
 pub mod credentials;
 pub mod direct;
+mod form;
 pub mod request;
 pub mod response;
 
@@ -181,6 +182,19 @@ fn reqwest_request(
                             detail: format!("'{content_type}' is not a media type"),
                             maybe_reached: false,
                         })?;
+                }
+                if !part.headers.is_empty() {
+                    let mut headers = reqwest::header::HeaderMap::new();
+                    for (name, value) in &part.headers {
+                        // Checked as header text when the catalog was built.
+                        if let (Ok(name), Ok(value)) = (
+                            reqwest::header::HeaderName::from_bytes(name.as_bytes()),
+                            reqwest::header::HeaderValue::from_str(value),
+                        ) {
+                            headers.insert(name, value);
+                        }
+                    }
+                    item = item.headers(headers);
                 }
                 form = form.part(part.name, item);
             }

@@ -7,10 +7,11 @@
 //! cookie values are refused when they hold control characters, and the
 //! body is encoded per its media type. Only documented parameters are sent.
 
+use super::form;
 use base64::Engine;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Map, Value};
-use sezzlee_catalog::{Argument, Location, Operation, Style, is_json_media_type};
+use sezzlee_catalog::{Argument, FormKind, Location, Operation, Style, is_json_media_type};
 
 /// Everything but RFC 3986 unreserved characters is encoded.
 const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -65,6 +66,8 @@ pub struct Part {
     /// Set for file parts (base64 members): sent with a filename.
     pub file: bool,
     pub content_type: Option<String>,
+    /// Headers the document fixes for this part (lower-case names).
+    pub headers: Vec<(String, String)>,
 }
 
 /// One argument that cannot be sent as given.
@@ -89,7 +92,7 @@ pub fn build(
     let mut query: Vec<String> = Vec::new();
     let mut headers: Vec<(String, String)> = Vec::new();
     let mut cookies: Vec<String> = Vec::new();
-    let mut members = Map::new();
+    let mut members: Vec<(&Argument, &Value)> = Vec::new();
     let mut whole_body: Option<&Value> = None;
     for argument in &operation.arguments {
         let Some(value) = arguments.get(&argument.member) else {
@@ -130,9 +133,7 @@ pub fn build(
                     utf8_percent_encode(&text, COMPONENT)
                 ));
             }
-            Location::BodyMember => {
-                members.insert(argument.wire_name.clone(), value.clone());
-            }
+            Location::BodyMember => members.push((argument, value)),
             Location::Body => whole_body = Some(value),
         }
     }
@@ -154,12 +155,9 @@ pub fn build(
             value,
             binary_members.iter().any(|m| m == "body"),
         )?),
-        (Some(spec), None) if !members.is_empty() || spec.required => Some(object_body(
-            &spec.media_type,
-            &members,
-            operation,
-            binary_members,
-        )?),
+        (Some(spec), None) if !members.is_empty() || spec.required => {
+            Some(object_body(&spec.media_type, &members, binary_members)?)
+        }
         _ => None,
     };
     Ok(Outgoing {
@@ -234,14 +232,14 @@ fn flatten(value: &Value, explode: bool, separator: &str) -> Vec<String> {
 }
 
 /// A scalar as text: strings raw, everything else as JSON.
-fn scalar_text(value: &Value, json_encoded: bool) -> String {
+pub(super) fn scalar_text(value: &Value, json_encoded: bool) -> String {
     match value {
         Value::String(text) if !json_encoded => text.clone(),
         other => other.to_string(),
     }
 }
 
-fn encode(text: &str, allow_reserved: bool) -> String {
+pub(super) fn encode(text: &str, allow_reserved: bool) -> String {
     let set = if allow_reserved {
         RESERVED_OK
     } else {
@@ -251,23 +249,18 @@ fn encode(text: &str, allow_reserved: bool) -> String {
 }
 
 /// `name=value` pairs of one query parameter per its style.
-fn query_pairs(argument: &Argument, value: &Value) -> Vec<String> {
+pub(super) fn query_pairs(argument: &Argument, value: &Value) -> Vec<String> {
     let name = encode(&argument.wire_name, false);
     let enc = |text: &str| encode(text, argument.allow_reserved);
     if argument.json_encoded {
         return vec![format!("{name}={}", enc(&value.to_string()))];
     }
     match (value, argument.style) {
-        (Value::Object(map), Style::DeepObject) => map
-            .iter()
-            .map(|(k, v)| {
-                format!(
-                    "{name}[{}]={}",
-                    encode(k, false),
-                    enc(&scalar_text(v, false))
-                )
-            })
-            .collect(),
+        (Value::Object(_) | Value::Array(_), Style::DeepObject) => {
+            let mut pairs = Vec::new();
+            deep_object_pairs(&name, value, &enc, &mut pairs);
+            pairs
+        }
         (Value::Object(map), Style::Form) if argument.explode => map
             .iter()
             .map(|(k, v)| format!("{}={}", encode(k, false), enc(&scalar_text(v, false))))
@@ -305,6 +298,36 @@ fn query_pairs(argument: &Argument, value: &Value) -> Vec<String> {
     }
 }
 
+/// deepObject, nested: `name[key]=v` for an object's members and
+/// `name[0]=v` for an array's items, at every depth (`line_items[0][price]=p`),
+/// as Stripe, Rails and `qs` read them; `null` members are left out.
+fn deep_object_pairs(
+    prefix: &str,
+    value: &Value,
+    enc: &dyn Fn(&str) -> String,
+    out: &mut Vec<String>,
+) {
+    match value {
+        Value::Object(map) => {
+            for (key, member) in map {
+                deep_object_pairs(
+                    &format!("{prefix}[{}]", encode(key, false)),
+                    member,
+                    enc,
+                    out,
+                );
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                deep_object_pairs(&format!("{prefix}[{index}]"), item, enc, out);
+            }
+        }
+        Value::Null => {}
+        scalar => out.push(format!("{prefix}={}", enc(&scalar_text(scalar, false)))),
+    }
+}
+
 fn header_value(argument: &Argument, value: &Value) -> String {
     if argument.json_encoded {
         return value.to_string();
@@ -312,7 +335,7 @@ fn header_value(argument: &Argument, value: &Value) -> String {
     flatten(value, argument.explode, ",").join(",")
 }
 
-fn problem(member: &str, message: String) -> Vec<Problem> {
+pub(super) fn problem(member: &str, message: String) -> Vec<Problem> {
     vec![Problem {
         pointer: format!("/{member}"),
         message,
@@ -342,87 +365,30 @@ fn whole(media_type: &str, value: &Value, binary: bool) -> Result<Body, Vec<Prob
     })
 }
 
-/// An object body from the body members, per media type.
+/// An object body from the body members (each with the argument that
+/// says how it is written), per media type.
 fn object_body(
     media_type: &str,
-    members: &Map<String, Value>,
-    operation: &Operation,
+    members: &[(&Argument, &Value)],
     binary_members: &[String],
 ) -> Result<Body, Vec<Problem>> {
-    let base = media_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    let member_name = |wire: &str| {
-        operation
-            .arguments
-            .iter()
-            .find(|a| a.location == Location::BodyMember && a.wire_name == wire)
-            .map(|a| a.member.clone())
-            .unwrap_or_else(|| wire.to_string())
-    };
-    if base == "application/x-www-form-urlencoded" {
-        let mut pairs = Vec::new();
-        for (key, value) in members {
-            match value {
-                Value::Array(items) => {
-                    for item in items {
-                        pairs.push(format!(
-                            "{}={}",
-                            encode(key, false),
-                            encode(&scalar_text(item, false), false)
-                        ));
-                    }
-                }
-                other => pairs.push(format!(
-                    "{}={}",
-                    encode(key, false),
-                    encode(&scalar_text(other, false), false)
-                )),
-            }
-        }
-        return Ok(Body::Bytes {
+    match FormKind::of(media_type) {
+        FormKind::UrlEncoded => Ok(Body::Bytes {
             content_type: media_type.to_string(),
-            bytes: pairs.join("&").into_bytes(),
-        });
-    }
-    if base == "multipart/form-data" {
-        let mut parts = Vec::new();
-        for (key, value) in members {
-            let member = member_name(key);
-            let file = binary_members.contains(&member);
-            let bytes = if file {
-                base64::engine::general_purpose::STANDARD
-                    .decode(value.as_str().unwrap_or_default())
-                    .map_err(|_| {
-                        problem(
-                            &member,
-                            format!("'{member}' must be base64 (it is uploaded as a file)"),
-                        )
-                    })?
-            } else {
-                scalar_text(value, false).into_bytes()
-            };
-            let content_type = match value {
-                Value::Object(_) | Value::Array(_) => Some("application/json".to_string()),
-                _ if file => Some("application/octet-stream".to_string()),
-                _ => None,
-            };
-            parts.push(Part {
-                name: key.clone(),
-                bytes,
-                file,
-                content_type,
-            });
+            bytes: form::url_encoded(members).into_bytes(),
+        }),
+        FormKind::Multipart => Ok(Body::Multipart(form::multipart(members, binary_members)?)),
+        FormKind::Other => {
+            let object: Map<String, Value> = members
+                .iter()
+                .map(|(argument, value)| (argument.wire_name.clone(), (*value).clone()))
+                .collect();
+            Ok(Body::Bytes {
+                content_type: media_type.to_string(),
+                bytes: Value::Object(object).to_string().into_bytes(),
+            })
         }
-        return Ok(Body::Multipart(parts));
     }
-    Ok(Body::Bytes {
-        content_type: media_type.to_string(),
-        bytes: Value::Object(members.clone()).to_string().into_bytes(),
-    })
 }
 
 #[cfg(test)]
@@ -442,6 +408,7 @@ mod tests {
             explode,
             allow_reserved: false,
             json_encoded: false,
+            encoding: None,
         }
     }
 
