@@ -334,6 +334,13 @@ async fn tools_list_is_exactly_the_three_tools() {
     for property in invoke["properties"].as_object().unwrap().values() {
         assert!(described(property), "{property}");
     }
+
+    // Hosts auto-approve read-only tools: search and load say they are;
+    // invoke says nothing, so the protocol's cautious defaults stand.
+    let read_only = json!({"readOnlyHint": true, "openWorldHint": false});
+    assert_eq!(tools[0]["annotations"], read_only);
+    assert_eq!(tools[1]["annotations"], read_only);
+    assert!(tools[2].get("annotations").is_none(), "{}", tools[2]);
 }
 
 #[tokio::test]

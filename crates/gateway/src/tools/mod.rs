@@ -333,7 +333,6 @@ fn rules_of(
     (rules, rule_of)
 }
 
-/// Runs one of the three tools.
 /// Runs one of the three tools, in a span of its name (a child of the
 /// request's; see [`crate::telemetry`]).
 pub async fn call(context: &Context<'_>, tool: ToolName, arguments: &Value) -> ToolAnswer {
@@ -363,9 +362,14 @@ pub async fn call(context: &Context<'_>, tool: ToolName, arguments: &Value) -> T
     answer
 }
 
-/// The three definitions, stamped with `generation`.
+/// The three definitions, stamped with `generation`. search_tools and
+/// load_tool say they only read the gateway's own catalog (`readOnlyHint`,
+/// no `openWorldHint`), so hosts that approve read-only tools on their own
+/// stop asking about every search; invoke_tool carries no hints, so the
+/// protocol's cautious defaults (destructive, open world) stand for it.
 pub fn definitions(generation: u64) -> Vec<Value> {
     let meta = json!({ GENERATION_KEY: generation });
+    let read_only = json!({"readOnlyHint": true, "openWorldHint": false});
     vec![
         json!({
             "name": ToolName::SearchTools.as_str(),
@@ -397,6 +401,7 @@ pub fn definitions(generation: u64) -> Vec<Value> {
                     }
                 }
             },
+            "annotations": read_only.clone(),
             "_meta": meta
         }),
         json!({
@@ -412,6 +417,7 @@ pub fn definitions(generation: u64) -> Vec<Value> {
                 },
                 "required": ["name"]
             },
+            "annotations": read_only,
             "_meta": meta
         }),
         json!({
