@@ -796,3 +796,127 @@ fn huge_invalid_arguments_get_a_bounded_answer_quickly() {
         );
     }
 }
+
+// ------------------------------------------------------------ the budget
+
+/// The response budget of the gateway the budget property runs against:
+/// small, so that an answer quoting even a fraction of a long input would
+/// cross it.
+const SMALL_BUDGET: usize = 4_000;
+
+/// Text a caller may send where a name or a query goes: short and
+/// hostile, or long enough to dwarf the budget many times over (yet a
+/// whole call stays under the 4 MiB request limit: at most 600 KB a text).
+fn any_text() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        3 => text().prop_map(Value::String),
+        3 => (prop::sample::select(vec!["x", "é", "名", "\"", "\\", "make_thing"]), 1_000usize..200_000)
+            .prop_map(|(unit, n)| Value::String(unit.repeat(n))),
+        2 => hostile_value(),
+    ]
+}
+
+/// The arguments of any of the three tools: its own argument names with
+/// any values (long text half the time), long keys, and strangers.
+fn any_tool_call() -> impl Strategy<Value = (&'static str, Value)> {
+    let tool = prop::sample::select(vec!["search_tools", "load_tool", "invoke_tool"]);
+    tool.prop_flat_map(|tool| {
+        let own: Vec<&'static str> = match tool {
+            "search_tools" => vec!["query", "limit", "detail", "tags"],
+            "load_tool" => vec!["name"],
+            _ => vec!["name", "version"],
+        };
+        let member = prop_oneof![
+            6 => prop::sample::select(own).prop_map(str::to_string),
+            1 => (1usize..100_000).prop_map(|n| "k".repeat(n)),
+            1 => text(),
+        ];
+        let inner = prop_oneof![
+            2 => (prop::sample::select(MEMBERS.to_vec()), any_text())
+                .prop_map(|(name, value)| json!({"id": 1, "label": "a", name: value})),
+            1 => (1usize..100_000).prop_map(|n| Value::Object(
+                [("k".repeat(n), json!(1)), ("id".to_string(), json!(1))].into_iter().collect()
+            )),
+            1 => any_text(),
+        ];
+        (
+            Just(tool),
+            prop::collection::vec((member, any_text()), 1..4),
+            inner,
+        )
+    })
+    .prop_map(|(tool, members, inner)| {
+        let mut arguments = Map::new();
+        for (name, value) in members {
+            arguments.insert(name, value);
+        }
+        if tool == "invoke_tool" {
+            arguments
+                .entry("name".to_string())
+                .or_insert_with(|| json!("make_thing"));
+            arguments.insert("arguments".to_string(), inner);
+        }
+        (tool, Value::Object(arguments))
+    })
+}
+
+/// Issue 29, item 14: a 1 MB `name` came back whole in `unknown_tool`'s
+/// message, a million-character answer. No answer of any tool, whatever
+/// its arguments, may be larger than the response budget: each tool's
+/// text stays within it, and every caller text an answer quotes is cut.
+#[test]
+fn no_answer_exceeds_the_response_budget_whatever_the_input() {
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let gw = server.block_on(TestGateway::with_files(
+        &[("validated.json", VALIDATED.to_string())],
+        |settings| settings.response_budget = SMALL_BUDGET,
+    ));
+    let served = Served {
+        _server: server,
+        client: tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap(),
+        gw,
+        http: reqwest::Client::new(),
+    };
+    check(
+        "answers within the budget",
+        120,
+        any_tool_call(),
+        |(tool, arguments)| {
+            let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}});
+            let text = splice(&body);
+            let (status, answer) = served.post(text.clone().into_bytes(), &[]);
+            let shown: String = text.chars().take(300).collect();
+            prop_assert!(status < 500, "{status} for {shown}: {answer}");
+            if status != 200 {
+                // Too large a request (413) or not JSON (400): a protocol
+                // answer, which quotes nothing of the input.
+                prop_assert!(
+                    answer.len() < 1_000,
+                    "{status} for {shown}: {} bytes",
+                    answer.len()
+                );
+                return Ok(());
+            }
+            let answer: Value = serde_json::from_str(&answer).unwrap();
+            // The tool's text, exactly as the client reads it.
+            tool_reply(&answer["result"]);
+            let chars = answer["result"]["content"][0]["text"]
+                .as_str()
+                .map_or(0, |text| text.chars().count());
+            prop_assert!(
+                chars <= SMALL_BUDGET,
+                "{tool} answered {chars} characters (budget {SMALL_BUDGET}) to {shown}"
+            );
+            Ok(())
+        },
+    );
+    assert!(served.alive(), "the gateway still answers");
+}

@@ -170,9 +170,34 @@ fn characters(text: &str) -> usize {
     }
 }
 
+/// The most characters of a caller's text an answer quotes back.
+pub const QUOTED_CHARS: usize = 80;
+
+/// A caller's text as an answer quotes it: whole when short, else its
+/// first [`QUOTED_CHARS`] characters, `…` and its full length. Every
+/// message that repeats caller input goes through this, so no input can
+/// make an answer larger than the input's first few words.
+pub fn quoted(text: &str) -> std::borrow::Cow<'_, str> {
+    quoted_up_to(text, QUOTED_CHARS)
+}
+
+/// [`quoted`] with another bound: JSON pointers into a caller's arguments
+/// are kept whole up to a longer length, so deep ones still point.
+pub fn quoted_up_to(text: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max_chars) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((end, _)) => std::borrow::Cow::Owned(format!(
+            "{}… ({} characters)",
+            &text[..end],
+            characters(text)
+        )),
+    }
+}
+
 /// `unknown_tool`: the same answer for a name that does not exist and for a
 /// tool the caller may not see.
 pub fn unknown_tool(name: &str) -> ToolAnswer {
+    let name = quoted(name);
     ToolAnswer::fail(
         Code::UnknownTool,
         format!(

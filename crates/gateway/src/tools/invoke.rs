@@ -8,7 +8,7 @@
 //! body and drop whatever an agent cannot use.
 
 use super::Context;
-use super::envelope::{Code, ToolAnswer, invalid_type, unknown_tool};
+use super::envelope::{Code, ToolAnswer, invalid_type, quoted, quoted_up_to, unknown_tool};
 use super::load::find_visible;
 use crate::backend::request::{self, Problem};
 use crate::backend::response::BackendResponse;
@@ -29,6 +29,10 @@ const RETRYABLE: [u16; 5] = [408, 429, 502, 503, 504];
 /// (`tests/it/hostile_callers.rs`). Validation stops at the first ones.
 const MAX_PROBLEMS: usize = 20;
 const MAX_PROBLEM_CHARS: usize = 300;
+/// Longest pointer a problem carries whole (a pointer is made of the
+/// caller's keys): deep ones still point, and twenty of them stay far
+/// inside any response budget.
+const MAX_POINTER_CHARS: usize = 1_000;
 
 pub async fn run(context: &Context<'_>, arguments: &Value) -> ToolAnswer {
     let name = match arguments.get("name") {
@@ -168,13 +172,20 @@ fn validate(context: &Context, tool: &Tool, instance: &Value) -> Result<(), Vec<
                     unexpected
                         .iter()
                         .map(|name| Problem {
-                            pointer: format!("{at}/{}", escape_pointer(name)),
-                            message: clip(format!("'{name}' is not an argument of this tool")),
+                            pointer: quoted_up_to(
+                                &format!("{at}/{}", escape_pointer(name)),
+                                MAX_POINTER_CHARS,
+                            )
+                            .into_owned(),
+                            message: clip(format!(
+                                "'{}' is not an argument of this tool",
+                                quoted(name)
+                            )),
                         })
                         .collect()
                 }
                 _ => vec![Problem {
-                    pointer: at,
+                    pointer: quoted_up_to(&at, MAX_POINTER_CHARS).into_owned(),
                     message: clip(error.to_string()),
                 }],
             }
