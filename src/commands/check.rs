@@ -29,6 +29,9 @@ pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
     };
     let catalog = Catalog::build_with(&sources, &options);
     let mut diagnostics = catalog.diagnostics.to_vec();
+    let call_time = super::call_time::warnings(&catalog, |name| std::env::var_os(name).is_some());
+    let warnings = catalog.warnings() + call_time.len();
+    diagnostics.extend(call_time);
     diagnostics.sort_by(|a, b| (&a.file, &a.pointer).cmp(&(&b.file, &b.pointer)));
     let stderr = std::io::stderr();
     let mut report = stderr.lock();
@@ -58,7 +61,7 @@ pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
         operations,
         catalog.tools().len(),
         catalog.errors(),
-        catalog.warnings()
+        warnings
     );
     if catalog.errors() > 0 {
         ExitCode::from(1)

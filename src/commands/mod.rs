@@ -2,6 +2,7 @@
 //! `--search-tasks` report), `client`, `health` and `token`. `serve` is the gateway
 //! crate's `server::run`.
 
+pub mod call_time;
 pub mod check;
 pub mod client;
 pub mod health;

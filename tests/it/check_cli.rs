@@ -570,3 +570,80 @@ fn check_reports_compaction_and_warns_about_definitions_over_the_budget() {
         "{line}"
     );
 }
+
+/// Issue 29, item 5: what will fail at call time is a warning of `check`
+/// (and counted in its summary): a document with no server and no
+/// `backend.baseUrl`, a relative server URL, and a sidecar naming an
+/// environment variable that is unset where `check` runs (set in the
+/// child's environment, it is not reported).
+#[test]
+fn check_warns_of_what_would_fail_when_invoked() {
+    let dir = tempfile::tempdir().unwrap();
+    let document = |servers: serde_json::Value| {
+        serde_json::json!({
+            "openapi": "3.0.3",
+            "info": {"title": "t", "version": "1"},
+            "servers": servers,
+            "paths": {"/a": {"get": {"operationId": "getA", "responses": {"200": {"description": "ok"}}}}}
+        })
+        .to_string()
+    };
+    let write = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
+    write("nowhere.json", document(serde_json::json!([])));
+    write(
+        "relative.json",
+        document(serde_json::json!([{"url": "/api/v1"}])),
+    );
+    write(
+        "keyed.json",
+        document(serde_json::json!([{"url": "https://api.example.com"}])),
+    );
+    write(
+        "keyed.sezzlee.json",
+        serde_json::json!({"backend": {"headers": {"x-api-key": "${SEZZLEE_CHECK_TEST_KEY_7C1D}"}}})
+            .to_string(),
+    );
+    let run = |key: Option<&str>| {
+        let mut command = crate::support::sezzlee_binary(None);
+        command.arg("check").arg(dir.path());
+        command.env_remove("SEZZLEE_CHECK_TEST_KEY_7C1D");
+        if let Some(key) = key {
+            command.env("SEZZLEE_CHECK_TEST_KEY_7C1D", key);
+        }
+        command.output().expect("run sezzlee")
+    };
+    let output = run(None);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "warnings only: {stderr}");
+    let warned = |file: &str, code: &str| {
+        stderr
+            .lines()
+            .filter(|l| {
+                l.starts_with(&format!("{file}#")) && l.contains(&format!("warning[{code}]"))
+            })
+            .collect::<Vec<_>>()
+    };
+    let nowhere = warned("nowhere.json", "no_backend");
+    assert_eq!(nowhere.len(), 1, "{stderr}");
+    assert!(
+        nowhere[0].contains("1 tool can be found and loaded but not invoked"),
+        "{stderr}"
+    );
+    let relative = warned("relative.json", "no_backend");
+    assert_eq!(relative.len(), 1, "{stderr}");
+    assert!(relative[0].contains("'/api/v1' is relative"), "{stderr}");
+    let unset = warned("keyed.json", "unset_variable");
+    assert_eq!(unset.len(), 1, "{stderr}");
+    assert!(unset[0].contains("SEZZLEE_CHECK_TEST_KEY_7C1D"), "{stderr}");
+    assert!(warned("keyed.json", "no_backend").is_empty(), "{stderr}");
+    let (_, _, _, _, warnings) = summary(&output);
+    assert_eq!(
+        warnings,
+        stderr.lines().filter(|l| l.contains(": warning[")).count(),
+        "the summary counts them: {stderr}"
+    );
+
+    let output = run(Some("set"));
+    let stderr = text(&output.stderr);
+    assert!(!stderr.contains("unset_variable"), "{stderr}");
+}
