@@ -25,7 +25,14 @@ pub fn init(
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let json = format == LogFormat::Json;
-    let text_logs = (!json).then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr));
+    // Colour only for a person at a terminal: a log file or a collector
+    // would keep the escape codes as text.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let text_logs = (!json).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(colour)
+            .with_writer(std::io::stderr)
+    });
     let json_logs = json.then(|| {
         tracing_subscriber::fmt::layer()
             .json()

@@ -4,6 +4,7 @@
 //! recording backend, request helpers, the MCP schemas); `corpus` the real
 //! documents.
 
+mod access_log;
 mod backend;
 mod backend_credentials;
 mod boundaries;

@@ -35,6 +35,53 @@ pub enum Failure {
     Unavailable { detail: String, maybe_reached: bool },
     /// No complete answer in time: the request may have reached the backend.
     Timeout { after: Duration },
+    /// The name system says the backend's host name does not exist: nothing
+    /// was sent, and a retry cannot help until the catalog changes.
+    UnknownHost { host: String },
+}
+
+/// What resolvers say (glibc, musl, macOS) when a name does not exist, as
+/// opposed to a resolver that could not be asked (`Temporary failure in
+/// name resolution`, which a retry may cure).
+const NO_SUCH_NAME: [&str; 3] = [
+    "Name or service not known",
+    "No address associated with hostname",
+    "nodename nor servname provided",
+];
+
+/// A connection failure that is the name system saying the host does not
+/// exist becomes [`Failure::UnknownHost`].
+fn name_not_found(failure: Failure, url: &str) -> Failure {
+    match &failure {
+        Failure::Unavailable {
+            detail,
+            maybe_reached: false,
+        } if detail.contains("dns error") && NO_SUCH_NAME.iter().any(|m| detail.contains(m)) => {
+            Failure::UnknownHost {
+                host: host_of(url).to_string(),
+            }
+        }
+        _ => failure,
+    }
+}
+
+/// The host of an absolute URL (without user information or port), for
+/// messages and logs: never the path, the query or credentials.
+pub fn host_of(url: &str) -> &str {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = after_scheme
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default();
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    if host_port.starts_with('[') {
+        return host_port
+            .split_once(']')
+            .map_or(host_port, |(host, _)| &host[1..]);
+    }
+    host_port.split(':').next().unwrap_or_default()
 }
 
 /// The HTTP clients: one of each kind per serving thread
@@ -113,6 +160,7 @@ impl Client {
         timeout: Duration,
     ) -> Result<BackendResponse, Failure> {
         let max = self.max_response_bytes;
+        let url = outgoing.url.clone();
         // A URL `http::Uri` does not take (a host to spell in IDNA) goes
         // to reqwest, whose URL parser does, and so does one with user
         // information, which reqwest sends as Basic credentials.
@@ -141,7 +189,7 @@ impl Client {
             }
         };
         match tokio::time::timeout(timeout, exchange).await {
-            Ok(result) => result,
+            Ok(result) => result.map_err(|failure| name_not_found(failure, &url)),
             Err(_) => Err(Failure::Timeout { after: timeout }),
         }
     }
@@ -292,6 +340,17 @@ pub fn expand_env(text: &str, self_url: Option<&str>) -> Result<String, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_is_read_without_port_path_or_credentials() {
+        assert_eq!(
+            host_of("https://api.example.com/v1?key=secret"),
+            "api.example.com"
+        );
+        assert_eq!(host_of("http://user:pw@h.example:8080/x"), "h.example");
+        assert_eq!(host_of("http://[::1]:9/x"), "::1");
+        assert_eq!(host_of("http://h"), "h");
+    }
 
     #[test]
     fn environment_references_expand() {

@@ -330,17 +330,16 @@ async fn dispatch(
             .instrument(span)
             .await
     };
+    let elapsed = started.elapsed();
     let outcome = match &result {
         Ok(response) => BackendOutcome::Status(response.status),
-        Err(Failure::Unavailable { .. }) => BackendOutcome::Unavailable,
+        Err(Failure::Unavailable { .. } | Failure::UnknownHost { .. }) => {
+            BackendOutcome::Unavailable
+        }
         Err(Failure::Timeout { .. }) => BackendOutcome::Timeout,
     };
-    context.metrics.backend_call(outcome, started.elapsed());
-    tracing::debug!(
-        tool = tool.name,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "invoke_tool dispatched"
-    );
+    context.metrics.backend_call(outcome, elapsed);
+    access_log(tool, &base_url, &result, elapsed);
     match result {
         Ok(response) => answer_from(response, context.budget),
         Err(Failure::Unavailable {
@@ -360,6 +359,14 @@ async fn dispatch(
             true,
             Map::from_iter([("mayHaveReachedBackend".to_string(), json!(maybe_reached))]),
         ),
+        Err(Failure::UnknownHost { host }) => ToolAnswer::fail(
+            Code::BackendUnavailable,
+            format!(
+                "The backend's host name '{host}' does not exist (the name system says so); the request did not reach it. A retry will not help: the catalog owner must fix the server URL or backend.baseUrl."
+            ),
+            false,
+            Map::from_iter([("mayHaveReachedBackend".to_string(), json!(false))]),
+        ),
         Err(Failure::Timeout { after }) => ToolAnswer::fail(
             Code::BackendTimeout,
             format!(
@@ -369,6 +376,42 @@ async fn dispatch(
             true,
             Map::from_iter([("mayHaveReachedBackend".to_string(), json!(true))]),
         ),
+    }
+}
+
+/// One access-log line per backend call (target `sezzlee::access`, INFO),
+/// as an nginx or Envoy operator expects: the tool, the method, the host
+/// (never the path's values, the query or credentials), the status or the
+/// kind of failure, the duration and whether the request may have reached
+/// the backend. `RUST_LOG=info,sezzlee::access=off` silences it.
+fn access_log(
+    tool: &Tool,
+    base_url: &str,
+    result: &Result<BackendResponse, Failure>,
+    elapsed: Duration,
+) {
+    let host = crate::backend::host_of(base_url);
+    // Milliseconds to the microsecond, as text: `1.302`, not `1.3019690000000002`.
+    let duration_ms = format!("{:.3}", elapsed.as_secs_f64() * 1_000.0);
+    let method = tool.operation.method.as_str();
+    match result {
+        Ok(response) => tracing::info!(
+            target: "sezzlee::access",
+            tool = %tool.name, method = %method, host = %host, status = response.status,
+            duration_ms = %duration_ms, may_have_reached = true, "backend call"
+        ),
+        Err(failure) => {
+            let (outcome, may_have_reached) = match failure {
+                Failure::Unavailable { maybe_reached, .. } => ("unavailable", *maybe_reached),
+                Failure::Timeout { .. } => ("timeout", true),
+                Failure::UnknownHost { .. } => ("unknown_host", false),
+            };
+            tracing::info!(
+                target: "sezzlee::access",
+                tool = %tool.name, method = %method, host = %host, outcome = %outcome,
+                duration_ms = %duration_ms, may_have_reached, "backend call"
+            );
+        }
     }
 }
 
