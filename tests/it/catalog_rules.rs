@@ -77,6 +77,96 @@ fn names_come_from_sidecar_extension_operation_id_or_route() {
     assert_eq!(catalog.errors(), 0, "{:?}", catalog.diagnostics);
 }
 
+/// Issue 29, item 7: a name given by an `operationId` keeps it against a
+/// name derived from a route, whatever sorts first; duplicates are
+/// numbered in route order (so adding a path never depends on key order),
+/// and the warning names the operation that kept the name.
+#[test]
+fn a_given_name_wins_over_a_derived_one_and_the_warning_names_its_holder() {
+    let doc = oas30(json!({
+        "/z": {"get": {"operationId": "dup", "responses": {}}},
+        "/b": {"get": {"operationId": "dup", "responses": {}}},
+        "/c": {
+            "get": {"responses": {}},
+            "post": {"operationId": "get_c", "responses": {}}
+        }
+    }));
+    let catalog = build(&[("api.json", doc)]);
+    assert_eq!(
+        tool(&catalog, "get_c").route,
+        "POST /c",
+        "operationId first"
+    );
+    assert_eq!(tool(&catalog, "get_c_2").route, "GET /c");
+    assert_eq!(tool(&catalog, "dup").route, "GET /b");
+    assert_eq!(tool(&catalog, "dup_2").route, "GET /z");
+    let mut messages: Vec<String> = catalog
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == "name_collision")
+        .map(|d| format!("{}#{}: {}", d.file, d.pointer, d.message))
+        .collect();
+    messages.sort();
+    assert_eq!(
+        messages,
+        [
+            "api.json#/paths/~1c/get: tool name 'get_c' is taken by POST /c in this document; published as 'get_c_2'",
+            "api.json#/paths/~1z/get: tool name 'dup' is taken by GET /b in this document; published as 'dup_2'",
+        ]
+    );
+}
+
+/// Issue 29, item 7: a sidecar is named by its own file in every
+/// diagnostic; a refused one is followed by no false claim about its
+/// policies; a wrong type is said in words, not Rust type names.
+#[test]
+fn sidecar_diagnostics_name_the_file_and_say_what_is_wrong_once() {
+    let doc = oas30(json!({
+        "/a": {"get": {"operationId": "getA", "x-sezzlee-visibility": "admins", "responses": {}}}
+    }));
+    let sidecar = "backend:\n  timeoutMs: 5s\npolicies:\n  admins:\n    anyScope: [admin]\n";
+    let catalog = build_text(&[
+        ("api.json", &doc.to_string()),
+        ("api.sezzlee.yaml", sidecar),
+    ]);
+    let lines: Vec<String> = catalog.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert!(
+        lines.iter().any(|l| l
+            == "api.sezzlee.yaml#/backend/timeoutMs: error[invalid_configuration]: invalid type: string \"5s\", expected a whole number (0 or more)"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().all(|l| !l.contains("is not defined")),
+        "no false claim that the refused sidecar lacks the policy: {lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("none is in effect (a refused sidecar has an error of its own)")),
+        "{lines:#?}"
+    );
+
+    let good = "tools:\n  GET /nowhere:\n    name: x\n";
+    let catalog = build_text(&[
+        (
+            "api.json",
+            &oas30(json!({"/a": {"get": {"responses": {}}}})).to_string(),
+        ),
+        ("api.sezzlee.yaml", good),
+    ]);
+    let unmatched: Vec<&str> = catalog
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("names no operation"))
+        .map(|d| &*d.file)
+        .collect();
+    assert_eq!(
+        unmatched,
+        ["api.sezzlee.yaml"],
+        "the sidecar named by its file"
+    );
+}
+
 #[test]
 fn collisions_inside_a_document_get_numbered_in_document_order() {
     let doc = oas30(json!({

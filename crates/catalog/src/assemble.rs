@@ -287,32 +287,46 @@ fn renamed(file: &str, pointer: &str, name: &str, new_name: &str, why: &str) -> 
     )
 }
 
-/// Inside one document, clashing tools get `_2`, `_3`, … in route order
-/// (path, then method in OpenAPI's order): the order paths are written in,
-/// for documents that list them sorted, and never dependent on key order,
-/// so reformatting a document cannot make a name call another endpoint.
+/// Inside one document, clashing tools get `_2`, `_3`, …: names given by
+/// the sidecar, `x-sezzlee-name` or an `operationId` first, then names
+/// derived from routes, each in route order (path, then method in
+/// OpenAPI's order). So a derived name never takes a given one, and the
+/// order never depends on key order: reformatting a document cannot make a
+/// name call another endpoint. The warning names the operation that kept
+/// the name.
 fn dedupe_within(document: &mut DocumentBuild) {
-    let mut used: HashSet<String> = HashSet::new();
+    let mut holders: HashMap<String, String> = HashMap::new();
     let mut order: Vec<usize> = (0..document.drafts.len()).collect();
-    order.sort_by_key(|&i| route_order(&document.drafts[i].route, i));
+    order.sort_by_key(|&i| {
+        let draft = &document.drafts[i];
+        (draft.derived_name, route_order(&draft.route, i))
+    });
     for i in order {
         let name = document.drafts[i].name.clone();
-        if used.insert(name.clone()) {
+        let Some(holder) = holders.get(&name).cloned() else {
+            holders.insert(name, document.drafts[i].route.clone());
             continue;
-        }
+        };
         let mut n = 2;
         let mut candidate = naming::with_suffix(&name, n);
-        while used.contains(&candidate) || document.drafts.iter().any(|d| d.name == candidate) {
+        while holders.contains_key(&candidate)
+            || document.drafts.iter().any(|d| d.name == candidate)
+        {
             n += 1;
             candidate = naming::with_suffix(&name, n);
         }
-        used.insert(candidate.clone());
+        holders.insert(candidate.clone(), document.drafts[i].route.clone());
         let file = document.file.clone();
+        let why = if holder == document.drafts[i].route {
+            "is taken by another tool of the same operation".to_string()
+        } else {
+            format!("is taken by {holder} in this document")
+        };
         rename(
             &file,
             &mut document.drafts[i],
             candidate,
-            "is used earlier in this document",
+            &why,
             &mut document.diagnostics,
         );
     }

@@ -16,6 +16,10 @@ use std::sync::Arc;
 /// A tool before its final name and version are known.
 pub struct Draft {
     pub name: String,
+    /// Made from the route (`get_orders_by_id`), not given by the sidecar,
+    /// `x-sezzlee-name` or an `operationId`: a given name keeps its name
+    /// when the two collide.
+    pub derived_name: bool,
     pub description: String,
     /// The full input schema (calls are validated against it).
     pub input_schema: Schema,

@@ -293,7 +293,7 @@ fn unmatched_sidecar_keys(
                 .any(|k| k == &format!("{} {p}", m.to_ascii_uppercase()))
         })
     };
-    let sidecar_file = format!("{} (sidecar)", file);
+    let sidecar_file = sidecar.file_for(file);
     for key in sidecar.tools.keys().filter(|k| !matches(k)) {
         diagnostics.push(Diagnostic::warning(
             codes::INVALID_CONFIGURATION,
@@ -412,7 +412,7 @@ fn build_operation(
         operation,
         config.and_then(|c| c.annotations.as_ref()),
     );
-    let name = name_for(
+    let (name, derived_name) = name_for(
         file,
         &at.pointer,
         at.method,
@@ -437,6 +437,7 @@ fn build_operation(
     });
     let base = Draft {
         name,
+        derived_name,
         description,
         input_schema: input.schema,
         published_input: None,
@@ -460,7 +461,10 @@ fn build_operation(
                 Ok(draft) => drafts.push(draft),
                 Err(message) => notes.push(Diagnostic::error(
                     codes::INVALID_CONFIGURATION,
-                    &format!("{file} (sidecar)"),
+                    &doc.sidecar.map_or_else(
+                        || format!("{file} (sidecar)"),
+                        |sidecar| sidecar.file_for(&file),
+                    ),
                     &format!("{}/variants/{i}", pointer(&["tools", &base.route])),
                     message,
                 )),
@@ -528,6 +532,9 @@ fn describe(operation: &Value, route: &str) -> String {
     }
 }
 
+/// The tool's name, and whether it was derived from the route (no sidecar
+/// name, `x-sezzlee-name` or `operationId`), which yields to a given one
+/// when two collide.
 fn name_for(
     file: &str,
     at: &str,
@@ -536,7 +543,7 @@ fn name_for(
     operation: &Value,
     config: Option<&ToolConfig>,
     notes: &mut Vec<Diagnostic>,
-) -> String {
+) -> (String, bool) {
     let explicit = [
         (config.and_then(|c| c.name.as_deref()), "the sidecar name"),
         (
@@ -547,7 +554,7 @@ fn name_for(
     for (name, source) in explicit {
         if let Some(name) = name {
             if naming::is_valid_name(name) {
-                return name.to_string();
+                return (name.to_string(), false);
             }
             notes.push(Diagnostic::warning(
                 codes::INVALID_CONFIGURATION,
@@ -563,9 +570,9 @@ fn name_for(
         .map(naming::snake_case)
         .unwrap_or_default();
     if from_id.is_empty() {
-        naming::from_route(method, path)
+        (naming::from_route(method, path), true)
     } else {
-        from_id
+        (from_id, false)
     }
 }
 
@@ -611,18 +618,27 @@ fn policy_for(
         })
         .or_else(|| doc.sidecar.and_then(|s| s.visibility.clone()));
     let Some(name) = name else { return Ok(None) };
-    match doc.sidecar.and_then(|s| s.policies.get(&name)) {
-        Some(policy) => Ok(Some(policy.clone())),
-        // Fail closed: a tool whose policy is unknown is not published.
-        None => Err(Diagnostic::error(
-            codes::INVALID_CONFIGURATION,
-            &doc.file,
-            at,
-            format!(
-                "visibility policy '{name}' is not defined in the sidecar's policies; the operation is left out"
+    // Fail closed: a tool whose policy is unknown is not published.
+    let message = match doc.sidecar {
+        Some(sidecar) => match sidecar.policies.get(&name) {
+            Some(policy) => return Ok(Some(policy.clone())),
+            None => format!(
+                "visibility policy '{name}' is not defined in the policies of {}; the operation is left out",
+                sidecar.file_for(&doc.file)
             ),
-        )),
-    }
+        },
+        // No sidecar in effect: none beside the document, or one that was
+        // refused (its own error says why): the policy cannot be looked up.
+        None => format!(
+            "visibility policy '{name}' needs the document's sidecar, and none is in effect (a refused sidecar has an error of its own); the operation is left out"
+        ),
+    };
+    Err(Diagnostic::error(
+        codes::INVALID_CONFIGURATION,
+        &doc.file,
+        at,
+        message,
+    ))
 }
 
 fn security_for(operation: &Value, root: &Value) -> Option<Vec<BTreeMap<String, Vec<String>>>> {
@@ -1697,7 +1713,7 @@ mod tests {
                 Severity::Error,
                 "invalid_configuration",
                 "/paths/~1a/get",
-                "visibility policy 'admins' is not defined in the sidecar's policies; the operation is left out"
+                "visibility policy 'admins' needs the document's sidecar, and none is in effect (a refused sidecar has an error of its own); the operation is left out"
             )]
         );
     }

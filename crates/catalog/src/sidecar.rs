@@ -29,6 +29,21 @@ pub struct Sidecar {
     /// How many object levels of each outputSchema are published (see
     /// compact); an operation's own setting wins.
     pub output_depth: Option<OutputDepth>,
+    /// The sidecar's own path in the folder, so that every diagnostic about
+    /// it names the file an owner edits (not written in the file).
+    #[serde(skip)]
+    pub file: Option<std::sync::Arc<str>>,
+}
+
+impl Sidecar {
+    /// The file diagnostics about this sidecar name: its own path, or, for
+    /// a sidecar built in memory, the document's with ` (sidecar)`.
+    pub fn file_for(&self, document: &str) -> String {
+        match &self.file {
+            Some(file) => file.to_string(),
+            None => format!("{document} (sidecar)"),
+        }
+    }
 }
 
 /// Where and how the document's backend is called.
@@ -190,6 +205,32 @@ pub struct Policy {
     pub public: bool,
 }
 
+/// serde's message with the Rust type names it uses (`expected u64`)
+/// replaced by what a sidecar author writes: `invalid type: string "5s",
+/// expected u64` becomes `invalid type: string "5s", expected a whole
+/// number (0 or more)`.
+fn in_plain_words(message: &str) -> String {
+    const PLAIN: [(&str, &str); 12] = [
+        ("expected u64", "expected a whole number (0 or more)"),
+        ("expected u32", "expected a whole number (0 or more)"),
+        ("expected u16", "expected a whole number (0 or more)"),
+        ("expected u8", "expected a whole number (0 or more)"),
+        ("expected usize", "expected a whole number (0 or more)"),
+        ("expected i64", "expected a whole number"),
+        ("expected i32", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected a list"),
+        ("expected a map", "expected an object"),
+        ("expected struct ", "expected an object: "),
+        ("expected a borrowed string", "expected a string"),
+    ];
+    let mut plain = message.to_string();
+    for (rust, words) in PLAIN {
+        plain = plain.replace(rust, words);
+    }
+    plain
+}
+
 /// A sidecar that was refused: the key at fault and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigError {
@@ -204,7 +245,7 @@ impl Sidecar {
             let pointer = path_to_pointer(&err.path().to_string());
             ConfigError {
                 pointer,
-                message: err.inner().to_string(),
+                message: in_plain_words(&err.inner().to_string()),
             }
         })?;
         sidecar.check()?;
@@ -363,6 +404,22 @@ fn check_backend_auth(auth: &BackendAuth) -> Result<(), ConfigError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn refusals_name_no_rust_type() {
+        let err = Sidecar::from_value(&json!({"backend": {"timeoutMs": "5s"}})).unwrap_err();
+        assert_eq!(err.pointer, "/backend/timeoutMs");
+        assert_eq!(
+            err.message,
+            "invalid type: string \"5s\", expected a whole number (0 or more)"
+        );
+        let err = Sidecar::from_value(&json!({"tools": []})).unwrap_err();
+        assert!(
+            err.message.contains("expected an object"),
+            "{}",
+            err.message
+        );
+    }
 
     #[test]
     fn reads_a_full_sidecar() {

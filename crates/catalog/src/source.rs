@@ -383,11 +383,12 @@ fn parse_file(rel: &str, bytes: &[u8]) -> Result<Parsed, FileError> {
         message,
     })?;
     if is_sidecar(rel) {
-        let sidecar = Sidecar::from_value(&value).map_err(|err| FileError {
+        let mut sidecar = Sidecar::from_value(&value).map_err(|err| FileError {
             code: super::diagnostics::codes::INVALID_CONFIGURATION,
             pointer: err.pointer,
             message: err.message,
         })?;
+        sidecar.file = Some(Arc::from(rel));
         return Ok(Parsed::Sidecar(Arc::new(sidecar)));
     }
     Ok(Parsed::Json(Arc::new(value), Arc::new(Packed::pack(bytes))))

@@ -48,6 +48,7 @@ pub fn variant(
     };
     Ok(Draft {
         name: config.name.clone(),
+        derived_name: false,
         description: config
             .description
             .clone()

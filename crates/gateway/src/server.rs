@@ -79,7 +79,6 @@ pub async fn run(settings: Settings) -> ExitCode {
 pub fn load_checked(settings: Settings) -> Result<(Arc<Gateway>, Sources), ExitCode> {
     if let Err(why) = crate::auth::Authenticator::from_settings(settings.auth.as_ref()) {
         tracing::error!("configuration error: {why}");
-        eprintln!("sezzlee serve: configuration error: {why}");
         return Err(ExitCode::from(2));
     }
     let (gateway, sources) = match Gateway::load(settings.clone()) {
@@ -100,7 +99,6 @@ pub fn load_checked(settings: Settings) -> Result<(Arc<Gateway>, Sources), ExitC
     if !refused.is_empty() {
         for diagnostic in refused {
             tracing::error!("configuration error: {diagnostic}");
-            eprintln!("sezzlee serve: configuration error: {diagnostic}");
         }
         return Err(ExitCode::from(2));
     }
