@@ -9,6 +9,15 @@
 //! parsing keeps its last good version. The generation goes up only when
 //! something an agent can observe changed.
 //!
+//! A file a rescan no longer finds is not taken away at once: `git
+//! checkout`, and editors that unlink then create, replace a file in two
+//! steps, and a rescan between them would publish a catalog without its
+//! tools (announced to every listener) only to publish them again a moment
+//! later. Such a file keeps serving from its last good bytes, and a rescan
+//! is scheduled for after the deletion grace; only if that rescan still
+//! misses it is the deletion published ([`Absences`]). A reload that takes
+//! every tool of a folder that had some is logged as a warning.
+//!
 //! Nothing but the rebuild stands between a rescan and the swap: the
 //! diagnostics are logged after it, and only those that are new (a folder
 //! of thousands of documents carries tens of thousands that every reload
@@ -20,8 +29,10 @@ use crate::settings::WatchMode;
 use crate::store::Served;
 use notify::{RecursiveMode, Watcher};
 use sezzlee_catalog::source::Released;
-use sezzlee_catalog::{BuildReport, Catalog, Diagnostic, Diagnostics, Severity, Sources};
-use std::collections::HashMap;
+use sezzlee_catalog::{
+    BuildReport, Catalog, Diagnostic, Diagnostics, DocumentSummary, Severity, Sources,
+};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -46,30 +57,48 @@ pub enum Outcome {
     Failed,
 }
 
-/// The reloader's state: the last sources read (for hash reuse).
+/// Rescans the catalogs folder and swaps in what it finds, one rescan at
+/// a time; what it carries from one rescan to the next is in [`State`].
 pub struct Reloader {
     gateway: Arc<Gateway>,
-    sources: tokio::sync::Mutex<Sources>,
+    state: tokio::sync::Mutex<State>,
+}
+
+/// What a rescan hands the next one.
+struct State {
+    /// The last sources read (for hash reuse), files held absent included.
+    sources: Sources,
+    /// Files missing from the folder whose deletion is not confirmed yet.
+    absences: Absences,
 }
 
 impl Reloader {
     pub fn new(gateway: Arc<Gateway>, sources: Sources) -> Arc<Reloader> {
         Arc::new(Reloader {
             gateway,
-            sources: tokio::sync::Mutex::new(sources),
+            state: tokio::sync::Mutex::new(State {
+                sources,
+                absences: Absences::default(),
+            }),
         })
     }
 
-    /// Rescans the folder and swaps in the result when it differs.
+    /// Rescans the folder and swaps in the result when it differs. A file
+    /// the last rescan had and this one misses keeps serving until a
+    /// rescan at least the deletion grace later misses it too: the watcher
+    /// schedules that rescan ([`Reloader::confirmation_due`]); a caller
+    /// driving `rescan` by hand rescans again after the grace.
     pub async fn rescan(&self) -> Outcome {
-        let mut sources = self.sources.lock().await;
-        let previous = sources.clone();
+        let mut state = self.state.lock().await;
+        let previous = state.sources.clone();
+        let absences = state.absences.clone();
         let gateway = self.gateway.clone();
         let started = Instant::now();
-        let rebuilt =
-            tokio::task::spawn_blocking(move || rebuild_and_swap(&gateway, previous, started))
-                .await;
-        let (next, swapped) = match rebuilt {
+        let rebuilt = tokio::task::spawn_blocking(move || {
+            rebuild_and_swap(&gateway, previous, absences, started)
+        })
+        .await;
+        let (next, absences, swapped) = match rebuilt {
             Ok(Ok(result)) => result,
             Ok(Err(err)) => {
                 tracing::error!("cannot read the catalogs folder: {err}; the served catalog stays");
@@ -80,8 +109,9 @@ impl Reloader {
                 return Outcome::Failed;
             }
         };
-        *sources = next;
-        drop(sources);
+        state.sources = next;
+        state.absences = absences;
+        drop(state);
         let Some(swapped) = swapped else {
             return Outcome::Unchanged;
         };
@@ -114,6 +144,22 @@ impl Reloader {
         let current = self.gateway.store.current();
         tokio::task::spawn_blocking(move || {
             current.catalog.search_index().prepare_common();
+            for (folder, tools) in
+                emptied_folders(&replaced.catalog.documents, &current.catalog.documents)
+            {
+                let folder = if folder.is_empty() {
+                    "the catalogs folder".to_string()
+                } else {
+                    format!("folder {folder}")
+                };
+                tracing::warn!(
+                    generation,
+                    tools_before = tools,
+                    "this reload took every tool of {folder} away ({tools} before): \
+                     its files were deleted or no longer publish a tool; \
+                     restore them if that was not meant"
+                );
+            }
             log_diagnostics(&replaced.catalog.diagnostics, &current.catalog.diagnostics);
             drop(current);
             drop(replaced);
@@ -125,6 +171,98 @@ impl Reloader {
             Outcome::Swapped
         }
     }
+
+    /// When a rescan is due to confirm (or call off) the deletion of a
+    /// file the last rescans missed; `None` when no file is missing.
+    pub async fn confirmation_due(&self) -> Option<Instant> {
+        let grace = self.gateway.settings.deletion_grace;
+        self.state.lock().await.absences.due(grace)
+    }
+}
+
+/// The files of the catalogs folder that rescans missed but whose deletion
+/// is not published yet, each with when a rescan first missed it.
+///
+/// Why: a rescan sees the folder at one instant, and replacing a file in
+/// two steps (unlink then create: `git checkout`, several editors; a
+/// folder moved out and back) leaves it absent for a moment. Publishing
+/// that moment empties the document's tools for every agent and listener,
+/// then brings them back with a second generation. A missing file keeps
+/// its last entry (its last good bytes, which also serve if it comes back
+/// empty or half written) until a rescan started at least the grace after
+/// the first that missed it misses it too.
+#[derive(Debug, Clone, Default)]
+struct Absences(BTreeMap<Arc<str>, Instant>);
+
+impl Absences {
+    /// Puts back into `next` (just scanned, at `now`) each file `previous`
+    /// had that `next` lacks, unless its absence is confirmed (first
+    /// missed at least `grace` before `now`); forgets files found again.
+    /// Returns the files whose deletion is confirmed by this scan.
+    fn hold(
+        &mut self,
+        previous: &Sources,
+        next: &mut Sources,
+        grace: Duration,
+        now: Instant,
+    ) -> Vec<Arc<str>> {
+        self.0
+            .retain(|path, _| previous.files.contains_key(path) && !next.files.contains_key(path));
+        let mut confirmed = Vec::new();
+        for (path, file) in &previous.files {
+            if next.files.contains_key(path) {
+                continue;
+            }
+            let since = *self.0.entry(path.clone()).or_insert(now);
+            if now.saturating_duration_since(since) >= grace {
+                self.0.remove(path);
+                confirmed.push(path.clone());
+            } else {
+                next.files.insert(path.clone(), file.clone());
+            }
+        }
+        confirmed
+    }
+
+    /// When the earliest held file's absence can be confirmed.
+    fn due(&self, grace: Duration) -> Option<Instant> {
+        self.0.values().min().map(|since| *since + grace)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The folders (relative paths, `""` the catalogs folder itself) whose
+/// documents published tools in `before` and publish none in `after`,
+/// each with its tools before; only the outermost such folder is named
+/// (when a folder empties, so do the folders in it).
+fn emptied_folders(before: &[DocumentSummary], after: &[DocumentSummary]) -> Vec<(String, usize)> {
+    fn per_folder(documents: &[DocumentSummary]) -> BTreeMap<&str, usize> {
+        let mut tools = BTreeMap::new();
+        for document in documents.iter().filter(|d| d.tools > 0) {
+            let mut path: &str = &document.file;
+            while let Some((folder, _)) = path.rsplit_once('/') {
+                *tools.entry(folder).or_default() += document.tools;
+                path = folder;
+            }
+            *tools.entry("").or_default() += document.tools;
+        }
+        tools
+    }
+    let had = per_folder(before);
+    let has = per_folder(after);
+    let emptied =
+        |folder: &str| had.get(folder).is_some_and(|n| *n > 0) && !has.contains_key(folder);
+    had.iter()
+        .filter(|(folder, _)| emptied(folder))
+        .filter(|(folder, _)| {
+            let parent = folder.rsplit_once('/').map_or("", |(parent, _)| parent);
+            folder.is_empty() || !emptied(parent)
+        })
+        .map(|(folder, tools)| (folder.to_string(), *tools))
+        .collect()
 }
 
 /// What a rescan that swapped did, and what it left to free.
@@ -155,12 +293,25 @@ struct Steps {
 fn rebuild_and_swap(
     gateway: &Gateway,
     previous: Sources,
+    mut absences: Absences,
     started: Instant,
-) -> std::io::Result<(Sources, Option<Swapped>)> {
+) -> std::io::Result<(Sources, Absences, Option<Swapped>)> {
     let mut next = Sources::scan(&gateway.settings.catalogs, Some(&previous))?;
+    let was_holding = !absences.is_empty();
+    let grace = gateway.settings.deletion_grace;
+    let confirmed = absences.hold(&previous, &mut next, grace, started);
+    for path in &confirmed {
+        tracing::info!("{path} is deleted: still missing {grace:?} after a rescan first missed it");
+    }
+    if !absences.is_empty() && !was_holding {
+        tracing::debug!(
+            missing = absences.0.len(),
+            "files missing from the catalogs folder keep serving until a rescan after {grace:?} confirms it"
+        );
+    }
     let scan = started.elapsed();
     if same_files(&previous, &next) {
-        return Ok((next, None));
+        return Ok((next, absences, None));
     }
     // Only the reloader swaps, one rescan at a time: this is still the
     // snapshot the swap replaces.
@@ -199,7 +350,7 @@ fn rebuild_and_swap(
         replaced,
         released,
     };
-    Ok((next, Some(swapped)))
+    Ok((next, absences, Some(swapped)))
 }
 
 /// Logs the diagnostics of the new catalog that the one it replaced did not
@@ -304,8 +455,10 @@ fn spawn_sighup(wake: Arc<Notify>) {
 #[cfg(not(unix))]
 fn spawn_sighup(_wake: Arc<Notify>) {}
 
-/// Waits for a wake-up (or the poll interval), then for `debounce` of
-/// quiet (at most [`MAX_DELAY`]), then rescans.
+/// Waits for a wake-up (or the poll interval, or the time a missing
+/// file's deletion can be confirmed), then for `debounce` of quiet (at
+/// most [`MAX_DELAY`]), then rescans. Events, polling and SIGHUP all come
+/// through here, so each holds a missing file the same way.
 async fn debounce_loop(
     reloader: Arc<Reloader>,
     wake: Arc<Notify>,
@@ -314,10 +467,18 @@ async fn debounce_loop(
 ) {
     let mut shutdown = reloader.gateway.shutdown.subscribe();
     loop {
+        let confirm = reloader
+            .confirmation_due()
+            .await
+            .map(|due| due.saturating_duration_since(Instant::now()));
+        let wait = match (poll, confirm) {
+            (Some(poll), Some(confirm)) => Some(poll.min(confirm)),
+            (poll, confirm) => poll.or(confirm),
+        };
         let woken = async {
-            match poll {
-                Some(interval) => {
-                    let _ = tokio::time::timeout(interval, wake.notified()).await;
+            match wait {
+                Some(wait) => {
+                    let _ = tokio::time::timeout(wait, wake.notified()).await;
                 }
                 None => wake.notified().await,
             }
@@ -335,5 +496,141 @@ async fn debounce_loop(
             }
         }
         reloader.rescan().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sources(files: &[&str]) -> Sources {
+        let document = br#"{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{}}"#;
+        Sources::from_files(
+            files.iter().map(|f| (f.to_string(), document.to_vec())),
+            None,
+        )
+    }
+
+    fn paths(sources: &Sources) -> Vec<&str> {
+        sources.files.keys().map(|k| &**k).collect()
+    }
+
+    #[test]
+    fn a_missing_file_is_held_until_a_rescan_after_the_grace_misses_it_too() {
+        let grace = Duration::from_millis(500);
+        let t0 = Instant::now();
+        let mut absences = Absences::default();
+        let before = sources(&["a.json", "b.json"]);
+
+        // First missed: put back, due at t0 + grace.
+        let mut first = sources(&["b.json"]);
+        assert!(absences.hold(&before, &mut first, grace, t0).is_empty());
+        assert_eq!(paths(&first), ["a.json", "b.json"], "served as before");
+        assert_eq!(absences.due(grace), Some(t0 + grace));
+
+        // Missed again before the grace: still held, still due at t0 + grace.
+        let mut second = sources(&["b.json"]);
+        let soon = t0 + grace / 2;
+        assert!(absences.hold(&first, &mut second, grace, soon).is_empty());
+        assert_eq!(paths(&second), ["a.json", "b.json"]);
+        assert_eq!(absences.due(grace), Some(t0 + grace));
+
+        // Missed after the grace: the deletion is confirmed.
+        let mut third = sources(&["b.json"]);
+        let later = t0 + grace;
+        let confirmed = absences.hold(&second, &mut third, grace, later);
+        assert_eq!(confirmed, [Arc::from("a.json")]);
+        assert_eq!(paths(&third), ["b.json"]);
+        assert_eq!(absences.due(grace), None);
+    }
+
+    #[test]
+    fn a_file_found_again_is_no_longer_missing() {
+        let grace = Duration::from_millis(500);
+        let t0 = Instant::now();
+        let mut absences = Absences::default();
+        let before = sources(&["a.json"]);
+        let mut gone = sources(&[]);
+        absences.hold(&before, &mut gone, grace, t0);
+        assert!(!absences.is_empty());
+        let mut back = sources(&["a.json"]);
+        assert!(
+            absences
+                .hold(&gone, &mut back, grace, t0 + grace)
+                .is_empty()
+        );
+        assert!(absences.is_empty());
+        // Missing again later: the clock starts again.
+        let t1 = t0 + grace * 3;
+        let mut gone_again = sources(&[]);
+        assert!(absences.hold(&back, &mut gone_again, grace, t1).is_empty());
+        assert_eq!(absences.due(grace), Some(t1 + grace));
+    }
+
+    #[test]
+    fn no_grace_publishes_a_deletion_at_the_first_rescan_that_misses_it() {
+        let mut absences = Absences::default();
+        let before = sources(&["a.json", "b.json"]);
+        let mut next = sources(&["b.json"]);
+        let confirmed = absences.hold(&before, &mut next, Duration::ZERO, Instant::now());
+        assert_eq!(confirmed, [Arc::from("a.json")]);
+        assert_eq!(paths(&next), ["b.json"]);
+        assert!(absences.is_empty());
+    }
+
+    fn summary(file: &str, tools: usize) -> DocumentSummary {
+        DocumentSummary {
+            file: Arc::from(file),
+            namespace: String::new(),
+            operations: tools,
+            tools,
+        }
+    }
+
+    #[test]
+    fn a_folder_whose_tools_all_went_is_named_once_at_its_outermost() {
+        let before = [
+            summary("orders.yaml", 9),
+            summary("billing/invoices.yaml", 2),
+            summary("billing/v2/refunds.yaml", 1),
+            summary("empty/nothing.yaml", 0),
+        ];
+        // billing (and billing/v2 in it) emptied: only billing is named.
+        let after = [summary("orders.yaml", 9), summary("empty/nothing.yaml", 0)];
+        assert_eq!(
+            emptied_folders(&before, &after),
+            [("billing".to_string(), 3)]
+        );
+        // Everything gone: only the catalogs folder is named.
+        assert_eq!(emptied_folders(&before, &[]), [(String::new(), 12)]);
+        // A document kept but publishing nothing counts as gone.
+        assert_eq!(
+            emptied_folders(&[summary("orders.yaml", 9)], &[summary("orders.yaml", 0)]),
+            [(String::new(), 9)]
+        );
+        // billing keeps a document with tools: only billing/v2 emptied.
+        let after = [
+            summary("orders.yaml", 9),
+            summary("billing/invoices.yaml", 2),
+        ];
+        assert_eq!(
+            emptied_folders(&before, &after),
+            [("billing/v2".to_string(), 1)]
+        );
+        // One document of a folder gone, another left: nothing emptied.
+        let after = [
+            summary("orders.yaml", 9),
+            summary("billing/v2/refunds.yaml", 1),
+        ];
+        assert!(emptied_folders(&before, &after).is_empty());
+        // A folder that had no tools is not emptied by losing them.
+        let after = [
+            summary("orders.yaml", 9),
+            summary("billing/invoices.yaml", 2),
+            summary("billing/v2/refunds.yaml", 1),
+        ];
+        assert!(emptied_folders(&before, &after).is_empty());
+        // Growing from nothing is not a warning.
+        assert!(emptied_folders(&[], &before).is_empty());
     }
 }
