@@ -17,6 +17,7 @@ mod deploy_manifests;
 mod edit_storm;
 mod egress_proxy;
 mod faulty_backends;
+mod file_replace;
 mod flood;
 mod health_cli;
 mod hostile_callers;
