@@ -1038,7 +1038,7 @@ async fn with_watching_off_only_a_rescan_reloads() {
     // A deletion is held until a rescan after the grace still misses the
     // file (the watcher schedules that rescan; here it is asked for).
     std::fs::remove_file(live.path("orders.json")).unwrap();
-    assert_eq!(live.reloader.rescan().await, Outcome::Unchanged);
+    assert_eq!(live.reloader.rescan().await, Outcome::Held);
     assert_eq!(
         live.description("list_orders").await.as_deref(),
         Some("Rescanned again.")

@@ -13,10 +13,12 @@
 //! checkout`, and editors that unlink then create, replace a file in two
 //! steps, and a rescan between them would publish a catalog without its
 //! tools (announced to every listener) only to publish them again a moment
-//! later. Such a file keeps serving from its last good bytes, and a rescan
+//! later. A rescan that misses a file the catalog was built with publishes
+//! nothing (the file keeps serving from its last good bytes), and a rescan
 //! is scheduled for after the deletion grace; only if that rescan still
-//! misses it is the deletion published ([`Absences`]). A reload that takes
-//! every tool of a folder that had some is logged as a warning.
+//! misses it is the deletion published, with whatever else changed, in one
+//! generation ([`Absences`]). A reload that takes every tool of a folder
+//! that had some is logged as a warning.
 //!
 //! Nothing but the rebuild stands between a rescan and the swap: the
 //! diagnostics are logged after it, and only those that are new (a folder
@@ -55,6 +57,10 @@ pub enum Outcome {
     Bumped(u64),
     /// The folder could not be read; the served catalog stays.
     Failed,
+    /// A file the served catalog was built with is missing and its
+    /// deletion is not confirmed yet: nothing published, a rescan is due
+    /// after the deletion grace ([`Reloader::confirmation_due`]).
+    Held,
 }
 
 /// Rescans the catalogs folder and swaps in what it finds, one rescan at
@@ -66,7 +72,7 @@ pub struct Reloader {
 
 /// What a rescan hands the next one.
 struct State {
-    /// The last sources read (for hash reuse), files held absent included.
+    /// The sources the served catalog was built from (for hash reuse).
     sources: Sources,
     /// Files missing from the folder whose deletion is not confirmed yet.
     absences: Absences,
@@ -83,9 +89,10 @@ impl Reloader {
         })
     }
 
-    /// Rescans the folder and swaps in the result when it differs. A file
-    /// the last rescan had and this one misses keeps serving until a
-    /// rescan at least the deletion grace later misses it too: the watcher
+    /// Rescans the folder and swaps in the result when it differs. When a
+    /// file the served catalog was built with is missing, nothing is
+    /// published ([`Outcome::Held`]) until a rescan at least the deletion
+    /// grace after the first that missed it misses it too: the watcher
     /// schedules that rescan ([`Reloader::confirmation_due`]); a caller
     /// driving `rescan` by hand rescans again after the grace.
     pub async fn rescan(&self) -> Outcome {
@@ -109,11 +116,16 @@ impl Reloader {
                 return Outcome::Failed;
             }
         };
+        let held = !absences.is_empty();
         state.sources = next;
         state.absences = absences;
         drop(state);
         let Some(swapped) = swapped else {
-            return Outcome::Unchanged;
+            return if held {
+                Outcome::Held
+            } else {
+                Outcome::Unchanged
+            };
         };
         let Swapped {
             generation,
@@ -180,48 +192,64 @@ impl Reloader {
     }
 }
 
-/// The files of the catalogs folder that rescans missed but whose deletion
-/// is not published yet, each with when a rescan first missed it.
+/// The files the served catalog was built with that rescans missed, each
+/// with when a rescan first missed it: their deletion is not published yet.
 ///
 /// Why: a rescan sees the folder at one instant, and replacing a file in
 /// two steps (unlink then create: `git checkout`, several editors; a
 /// folder moved out and back) leaves it absent for a moment. Publishing
 /// that moment empties the document's tools for every agent and listener,
-/// then brings them back with a second generation. A missing file keeps
-/// its last entry (its last good bytes, which also serve if it comes back
-/// empty or half written) until a rescan started at least the grace after
-/// the first that missed it misses it too.
+/// then brings them back with a second generation. While a file is held
+/// missing, rescans publish nothing: the served catalog (the file's last
+/// good bytes included) stays, the sources it was built from stay the
+/// ones the next rescan compares with (so a file that comes back empty or
+/// half written still has its last good version), and a change made at
+/// the same moment (a ConfigMap update that removes a key and changes
+/// another) is published with the deletion, in one generation. When a
+/// rescan confirms a deletion while another file, missed later, is still
+/// held, it publishes with that one kept as it was, so each missing file
+/// waits the grace once and no stream of deletions stalls the rest.
 #[derive(Debug, Clone, Default)]
 struct Absences(BTreeMap<Arc<str>, Instant>);
 
 impl Absences {
-    /// Puts back into `next` (just scanned, at `now`) each file `previous`
-    /// had that `next` lacks, unless its absence is confirmed (first
-    /// missed at least `grace` before `now`); forgets files found again.
-    /// Returns the files whose deletion is confirmed by this scan.
-    fn hold(
+    /// Notes which files of `previous` (the sources served) `next` (just
+    /// scanned, at `now`) lacks: each is held from the first scan that
+    /// missed it until one at least `grace` later misses it too, whose
+    /// deletion is then confirmed (returned, and no longer held). Files
+    /// found again are forgotten.
+    fn note(
         &mut self,
         previous: &Sources,
-        next: &mut Sources,
+        next: &Sources,
         grace: Duration,
         now: Instant,
     ) -> Vec<Arc<str>> {
         self.0
             .retain(|path, _| previous.files.contains_key(path) && !next.files.contains_key(path));
         let mut confirmed = Vec::new();
-        for (path, file) in &previous.files {
+        for path in previous.files.keys() {
             if next.files.contains_key(path) {
                 continue;
             }
             let since = *self.0.entry(path.clone()).or_insert(now);
             if now.saturating_duration_since(since) >= grace {
-                self.0.remove(path);
                 confirmed.push(path.clone());
-            } else {
+            }
+        }
+        for path in &confirmed {
+            self.0.remove(path);
+        }
+        confirmed
+    }
+
+    /// Puts the files still held back into `next` as `previous` had them.
+    fn keep_held(&self, previous: &Sources, next: &mut Sources) {
+        for path in self.0.keys() {
+            if let Some(file) = previous.files.get(path) {
                 next.files.insert(path.clone(), file.clone());
             }
         }
-        confirmed
     }
 
     /// When the earliest held file's absence can be confirmed.
@@ -289,7 +317,9 @@ struct Steps {
 /// Rescans the folder; when files changed, rebuilds only the documents
 /// whose inputs changed, prepares the new catalog (cards, folded tags,
 /// rules: those of unchanged tools reused) and swaps it in, all off the
-/// async workers. Returns the sources read, and what the swap did.
+/// async workers. Returns the sources the served catalog is now built
+/// from (those read, or `previous` while a file is held missing), the
+/// files held, and what the swap did.
 fn rebuild_and_swap(
     gateway: &Gateway,
     previous: Sources,
@@ -299,16 +329,24 @@ fn rebuild_and_swap(
     let mut next = Sources::scan(&gateway.settings.catalogs, Some(&previous))?;
     let was_holding = !absences.is_empty();
     let grace = gateway.settings.deletion_grace;
-    let confirmed = absences.hold(&previous, &mut next, grace, started);
+    let confirmed = absences.note(&previous, &next, grace, started);
     for path in &confirmed {
         tracing::info!("{path} is deleted: still missing {grace:?} after a rescan first missed it");
     }
-    if !absences.is_empty() && !was_holding {
-        tracing::debug!(
-            missing = absences.0.len(),
-            "files missing from the catalogs folder keep serving until a rescan after {grace:?} confirms it"
-        );
+    if confirmed.is_empty() && !absences.is_empty() {
+        if !was_holding {
+            tracing::debug!(
+                missing = absences.0.len(),
+                "files missing from the catalogs folder: nothing is published until a rescan \
+                 {grace:?} after this one confirms their deletion or finds them again"
+            );
+        }
+        return Ok((previous, absences, None));
     }
+    // Deletions confirmed: published with everything else, but files
+    // missed more recently still serve (each is confirmed in its turn:
+    // deletions that keep coming never hold the rest back for long).
+    absences.keep_held(&previous, &mut next);
     let scan = started.elapsed();
     if same_files(&previous, &next) {
         return Ok((next, absences, None));
@@ -511,36 +549,28 @@ mod tests {
         )
     }
 
-    fn paths(sources: &Sources) -> Vec<&str> {
-        sources.files.keys().map(|k| &**k).collect()
-    }
-
     #[test]
     fn a_missing_file_is_held_until_a_rescan_after_the_grace_misses_it_too() {
         let grace = Duration::from_millis(500);
         let t0 = Instant::now();
         let mut absences = Absences::default();
-        let before = sources(&["a.json", "b.json"]);
+        let served = sources(&["a.json", "b.json"]);
+        let without_a = sources(&["b.json"]);
 
-        // First missed: put back, due at t0 + grace.
-        let mut first = sources(&["b.json"]);
-        assert!(absences.hold(&before, &mut first, grace, t0).is_empty());
-        assert_eq!(paths(&first), ["a.json", "b.json"], "served as before");
+        // First missed: held, due at t0 + grace.
+        assert!(absences.note(&served, &without_a, grace, t0).is_empty());
+        assert!(!absences.is_empty());
         assert_eq!(absences.due(grace), Some(t0 + grace));
 
-        // Missed again before the grace: still held, still due at t0 + grace.
-        let mut second = sources(&["b.json"]);
+        // Missed again before the grace: still held, still due then.
         let soon = t0 + grace / 2;
-        assert!(absences.hold(&first, &mut second, grace, soon).is_empty());
-        assert_eq!(paths(&second), ["a.json", "b.json"]);
+        assert!(absences.note(&served, &without_a, grace, soon).is_empty());
         assert_eq!(absences.due(grace), Some(t0 + grace));
 
-        // Missed after the grace: the deletion is confirmed.
-        let mut third = sources(&["b.json"]);
-        let later = t0 + grace;
-        let confirmed = absences.hold(&second, &mut third, grace, later);
+        // Missed by a rescan the grace after the first: confirmed.
+        let confirmed = absences.note(&served, &without_a, grace, t0 + grace);
         assert_eq!(confirmed, [Arc::from("a.json")]);
-        assert_eq!(paths(&third), ["b.json"]);
+        assert!(absences.is_empty());
         assert_eq!(absences.due(grace), None);
     }
 
@@ -549,32 +579,67 @@ mod tests {
         let grace = Duration::from_millis(500);
         let t0 = Instant::now();
         let mut absences = Absences::default();
-        let before = sources(&["a.json"]);
-        let mut gone = sources(&[]);
-        absences.hold(&before, &mut gone, grace, t0);
+        let served = sources(&["a.json"]);
+        absences.note(&served, &sources(&[]), grace, t0);
         assert!(!absences.is_empty());
-        let mut back = sources(&["a.json"]);
+        // Back (even after the grace): forgotten, nothing confirmed.
         assert!(
             absences
-                .hold(&gone, &mut back, grace, t0 + grace)
+                .note(&served, &served, grace, t0 + grace)
                 .is_empty()
         );
         assert!(absences.is_empty());
         // Missing again later: the clock starts again.
         let t1 = t0 + grace * 3;
-        let mut gone_again = sources(&[]);
-        assert!(absences.hold(&back, &mut gone_again, grace, t1).is_empty());
+        assert!(absences.note(&served, &sources(&[]), grace, t1).is_empty());
         assert_eq!(absences.due(grace), Some(t1 + grace));
     }
 
     #[test]
-    fn no_grace_publishes_a_deletion_at_the_first_rescan_that_misses_it() {
+    fn files_missed_at_different_times_are_each_confirmed_in_their_turn() {
+        let grace = Duration::from_millis(500);
+        let t0 = Instant::now();
         let mut absences = Absences::default();
-        let before = sources(&["a.json", "b.json"]);
-        let mut next = sources(&["b.json"]);
-        let confirmed = absences.hold(&before, &mut next, Duration::ZERO, Instant::now());
+        let served = sources(&["a.json", "b.json", "c.json"]);
+        assert!(
+            absences
+                .note(&served, &sources(&["b.json", "c.json"]), grace, t0)
+                .is_empty()
+        );
+        let t1 = t0 + grace / 2;
+        assert!(
+            absences
+                .note(&served, &sources(&["c.json"]), grace, t1)
+                .is_empty()
+        );
+
+        // a.json confirmed while b.json is still held: published without
+        // a.json, with b.json as it was.
+        let mut next = sources(&["c.json"]);
+        let confirmed = absences.note(&served, &next, grace, t0 + grace);
         assert_eq!(confirmed, [Arc::from("a.json")]);
-        assert_eq!(paths(&next), ["b.json"]);
+        absences.keep_held(&served, &mut next);
+        let names: Vec<&str> = next.files.keys().map(|k| &**k).collect();
+        assert_eq!(names, ["b.json", "c.json"]);
+        assert_eq!(absences.due(grace), Some(t1 + grace));
+
+        // Then b.json in its turn; a.json is not held again.
+        let confirmed = absences.note(&next, &sources(&["c.json"]), grace, t1 + grace);
+        assert_eq!(confirmed, [Arc::from("b.json")]);
+        assert!(absences.is_empty());
+    }
+
+    #[test]
+    fn no_grace_confirms_a_deletion_at_the_first_rescan_that_misses_it() {
+        let mut absences = Absences::default();
+        let served = sources(&["a.json", "b.json"]);
+        let confirmed = absences.note(
+            &served,
+            &sources(&["b.json"]),
+            Duration::ZERO,
+            Instant::now(),
+        );
+        assert_eq!(confirmed, [Arc::from("a.json")]);
         assert!(absences.is_empty());
     }
 
