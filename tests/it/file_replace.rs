@@ -284,7 +284,7 @@ impl Served {
                  {TOOLS} before and after (announced {announced:?}, seen {seen:?})"
             );
         }
-        for (generation, tools) in seen.range(before..) {
+        for (generation, tools) in seen.range(before + 1..) {
             assert_eq!(
                 *tools, TOOLS,
                 "{label}: generation {generation} served {tools} tools (seen {seen:?})"
@@ -571,6 +571,44 @@ async fn polling_holds_a_missing_file_too() {
             )
             .await;
     }
+}
+
+/// A Kubernetes ConfigMap update that removes one key and changes another
+/// (kubelet swaps the `..data` link, then removes the removed key's link):
+/// one atomic change, so one generation (published once the removal is
+/// confirmed), never the changed key with the removed one still there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configmap_update_removing_a_key_is_one_generation() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let version = root.join("..2026_01_01_v0");
+    std::fs::create_dir_all(&version).unwrap();
+    std::fs::write(version.join("orders.yaml"), document("v0")).unwrap();
+    std::fs::write(
+        version.join("billing.yaml"),
+        document("billing").replace("op_", "invoice_op_"),
+    )
+    .unwrap();
+    symlink("..2026_01_01_v0", root.join("..data")).unwrap();
+    symlink("..data/orders.yaml", root.join("orders.yaml")).unwrap();
+    symlink("..data/billing.yaml", root.join("billing.yaml")).unwrap();
+    let served = Served::start(root, WatchMode::Events).await;
+    assert_eq!(served.gw.status().await["tools"], 2 * TOOLS);
+    let _burn = Burn::start(2);
+    let at = root.to_path_buf();
+    served
+        .round("ConfigMap update", "v1", move || {
+            let next = at.join("..2026_01_01_v1");
+            std::fs::create_dir_all(&next).unwrap();
+            std::fs::write(next.join("orders.yaml"), document("v1")).unwrap();
+            symlink("..2026_01_01_v1", at.join("..data_tmp")).unwrap();
+            std::fs::rename(at.join("..data_tmp"), at.join("..data")).unwrap();
+            std::fs::remove_file(at.join("billing.yaml")).unwrap();
+            std::fs::remove_dir_all(at.join("..2026_01_01_v0")).unwrap();
+        })
+        .await;
+    assert_eq!(served.gw.status().await["tools"], TOOLS);
 }
 
 // ------------------------------------------------------------ real deletions
