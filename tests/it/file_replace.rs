@@ -26,10 +26,11 @@
 //! generation must be announced, and every generation seen must have the
 //! nine tools.
 //!
-//! A real deletion still takes effect, after the grace; the SIGHUP path
-//! (the real binary, `--watch off`) holds a missing file the same way and
-//! confirms the deletion on its own after the grace; a reload that takes
-//! every tool of a folder away logs a warning naming the folder.
+//! A ConfigMap update that removes a key and changes another is still one
+//! generation. A real deletion still takes effect, after the grace; the
+//! SIGHUP path (the real binary, `--watch off`) holds a missing file the
+//! same way and confirms the deletion on its own after the grace; a reload
+//! that takes every tool of a folder away logs a warning naming the folder.
 #![cfg(unix)]
 
 use crate::support::*;
