@@ -135,6 +135,12 @@ struct ServeArgs {
     /// Debounce window of the watcher in milliseconds [default: 50].
     #[arg(long, env = "SEZZLEE_DEBOUNCE_MS")]
     debounce_ms: Option<u64>,
+    /// How long a file missing from the catalogs folder keeps serving
+    /// before its deletion is published, in milliseconds; a file replaced
+    /// in two steps (git checkout, unlink then create) is missing only for
+    /// a moment [default: 500].
+    #[arg(long, env = "SEZZLEE_DELETION_GRACE_MS")]
+    deletion_grace_ms: Option<u64>,
     /// Polling interval in milliseconds for --watch poll [default: 2000].
     #[arg(long, env = "SEZZLEE_POLL_INTERVAL_MS")]
     poll_interval_ms: Option<u64>,
@@ -193,6 +199,7 @@ impl ServeArgs {
             search_model: self.search_model.clone(),
             log_format: self.log_format.clone(),
             debounce_ms: self.debounce_ms,
+            deletion_grace_ms: self.deletion_grace_ms,
             watch: self.watch.clone(),
             poll_interval_ms: self.poll_interval_ms,
             keepalive_ms: self.keepalive_ms,

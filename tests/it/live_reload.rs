@@ -1035,7 +1035,15 @@ async fn with_watching_off_only_a_rescan_reloads() {
     assert_eq!(live.reloader.rescan().await, Outcome::Unchanged);
     live.expect_no_bump(&mut listener, 1, QUIET).await;
 
+    // A deletion is held until a rescan after the grace still misses the
+    // file (the watcher schedules that rescan; here it is asked for).
     std::fs::remove_file(live.path("orders.json")).unwrap();
+    assert_eq!(live.reloader.rescan().await, Outcome::Held);
+    assert_eq!(
+        live.description("list_orders").await.as_deref(),
+        Some("Rescanned again.")
+    );
+    tokio::time::sleep(live.gw.gateway.settings.deletion_grace).await;
     assert_eq!(live.reloader.rescan().await, Outcome::Bumped(2));
     live.expect_bump(&mut listener, 2).await;
     assert_eq!(live.description("list_orders").await, None);

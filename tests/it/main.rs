@@ -18,6 +18,7 @@ mod deploy_manifests;
 mod edit_storm;
 mod egress_proxy;
 mod faulty_backends;
+mod file_replace;
 mod flood;
 mod form_bodies;
 mod health_cli;

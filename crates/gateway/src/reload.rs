@@ -9,6 +9,17 @@
 //! parsing keeps its last good version. The generation goes up only when
 //! something an agent can observe changed.
 //!
+//! A file a rescan no longer finds is not taken away at once: `git
+//! checkout`, and editors that unlink then create, replace a file in two
+//! steps, and a rescan between them would publish a catalog without its
+//! tools (announced to every listener) only to publish them again a moment
+//! later. A rescan that misses a file the catalog was built with publishes
+//! nothing (the file keeps serving from its last good bytes), and a rescan
+//! is scheduled for after the deletion grace; only if that rescan still
+//! misses it is the deletion published, with whatever else changed, in one
+//! generation ([`Absences`]). A reload that takes every tool of a folder
+//! that had some is logged as a warning.
+//!
 //! Nothing but the rebuild stands between a rescan and the swap: the
 //! diagnostics are logged after it, and only those that are new (a folder
 //! of thousands of documents carries tens of thousands that every reload
@@ -20,8 +31,10 @@ use crate::settings::WatchMode;
 use crate::store::Served;
 use notify::{RecursiveMode, Watcher};
 use sezzlee_catalog::source::Released;
-use sezzlee_catalog::{BuildReport, Catalog, Diagnostic, Diagnostics, Severity, Sources};
-use std::collections::HashMap;
+use sezzlee_catalog::{
+    BuildReport, Catalog, Diagnostic, Diagnostics, DocumentSummary, Severity, Sources,
+};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -44,32 +57,55 @@ pub enum Outcome {
     Bumped(u64),
     /// The folder could not be read; the served catalog stays.
     Failed,
+    /// A file the served catalog was built with is missing and its
+    /// deletion is not confirmed yet: nothing published, a rescan is due
+    /// after the deletion grace ([`Reloader::confirmation_due`]).
+    Held,
 }
 
-/// The reloader's state: the last sources read (for hash reuse).
+/// Rescans the catalogs folder and swaps in what it finds, one rescan at
+/// a time; what it carries from one rescan to the next is in [`State`].
 pub struct Reloader {
     gateway: Arc<Gateway>,
-    sources: tokio::sync::Mutex<Sources>,
+    state: tokio::sync::Mutex<State>,
+}
+
+/// What a rescan hands the next one.
+struct State {
+    /// The sources the served catalog was built from (for hash reuse).
+    sources: Sources,
+    /// Files missing from the folder whose deletion is not confirmed yet.
+    absences: Absences,
 }
 
 impl Reloader {
     pub fn new(gateway: Arc<Gateway>, sources: Sources) -> Arc<Reloader> {
         Arc::new(Reloader {
             gateway,
-            sources: tokio::sync::Mutex::new(sources),
+            state: tokio::sync::Mutex::new(State {
+                sources,
+                absences: Absences::default(),
+            }),
         })
     }
 
-    /// Rescans the folder and swaps in the result when it differs.
+    /// Rescans the folder and swaps in the result when it differs. When a
+    /// file the served catalog was built with is missing, nothing is
+    /// published ([`Outcome::Held`]) until a rescan at least the deletion
+    /// grace after the first that missed it misses it too: the watcher
+    /// schedules that rescan ([`Reloader::confirmation_due`]); a caller
+    /// driving `rescan` by hand rescans again after the grace.
     pub async fn rescan(&self) -> Outcome {
-        let mut sources = self.sources.lock().await;
-        let previous = sources.clone();
+        let mut state = self.state.lock().await;
+        let previous = state.sources.clone();
+        let absences = state.absences.clone();
         let gateway = self.gateway.clone();
         let started = Instant::now();
-        let rebuilt =
-            tokio::task::spawn_blocking(move || rebuild_and_swap(&gateway, previous, started))
-                .await;
-        let (next, swapped) = match rebuilt {
+        let rebuilt = tokio::task::spawn_blocking(move || {
+            rebuild_and_swap(&gateway, previous, absences, started)
+        })
+        .await;
+        let (next, absences, swapped) = match rebuilt {
             Ok(Ok(result)) => result,
             Ok(Err(err)) => {
                 tracing::error!("cannot read the catalogs folder: {err}; the served catalog stays");
@@ -80,10 +116,16 @@ impl Reloader {
                 return Outcome::Failed;
             }
         };
-        *sources = next;
-        drop(sources);
+        let held = !absences.is_empty();
+        state.sources = next;
+        state.absences = absences;
+        drop(state);
         let Some(swapped) = swapped else {
-            return Outcome::Unchanged;
+            return if held {
+                Outcome::Held
+            } else {
+                Outcome::Unchanged
+            };
         };
         let Swapped {
             generation,
@@ -114,6 +156,22 @@ impl Reloader {
         let current = self.gateway.store.current();
         tokio::task::spawn_blocking(move || {
             current.catalog.search_index().prepare_common();
+            for (folder, tools) in
+                emptied_folders(&replaced.catalog.documents, &current.catalog.documents)
+            {
+                let folder = if folder.is_empty() {
+                    "the catalogs folder".to_string()
+                } else {
+                    format!("folder {folder}")
+                };
+                tracing::warn!(
+                    generation,
+                    tools_before = tools,
+                    "this reload took every tool of {folder} away ({tools} before): \
+                     its files were deleted or no longer publish a tool; \
+                     restore them if that was not meant"
+                );
+            }
             log_diagnostics(&replaced.catalog.diagnostics, &current.catalog.diagnostics);
             drop(current);
             drop(replaced);
@@ -125,6 +183,114 @@ impl Reloader {
             Outcome::Swapped
         }
     }
+
+    /// When a rescan is due to confirm (or call off) the deletion of a
+    /// file the last rescans missed; `None` when no file is missing.
+    pub async fn confirmation_due(&self) -> Option<Instant> {
+        let grace = self.gateway.settings.deletion_grace;
+        self.state.lock().await.absences.due(grace)
+    }
+}
+
+/// The files the served catalog was built with that rescans missed, each
+/// with when a rescan first missed it: their deletion is not published yet.
+///
+/// Why: a rescan sees the folder at one instant, and replacing a file in
+/// two steps (unlink then create: `git checkout`, several editors; a
+/// folder moved out and back) leaves it absent for a moment. Publishing
+/// that moment empties the document's tools for every agent and listener,
+/// then brings them back with a second generation. While a file is held
+/// missing, rescans publish nothing: the served catalog (the file's last
+/// good bytes included) stays, the sources it was built from stay the
+/// ones the next rescan compares with (so a file that comes back empty or
+/// half written still has its last good version), and a change made at
+/// the same moment (a ConfigMap update that removes a key and changes
+/// another) is published with the deletion, in one generation. When a
+/// rescan confirms a deletion while another file, missed later, is still
+/// held, it publishes with that one kept as it was, so each missing file
+/// waits the grace once and no stream of deletions stalls the rest.
+#[derive(Debug, Clone, Default)]
+struct Absences(BTreeMap<Arc<str>, Instant>);
+
+impl Absences {
+    /// Notes which files of `previous` (the sources served) `next` (just
+    /// scanned, at `now`) lacks: each is held from the first scan that
+    /// missed it until one at least `grace` later misses it too, whose
+    /// deletion is then confirmed (returned, and no longer held). Files
+    /// found again are forgotten.
+    fn note(
+        &mut self,
+        previous: &Sources,
+        next: &Sources,
+        grace: Duration,
+        now: Instant,
+    ) -> Vec<Arc<str>> {
+        self.0
+            .retain(|path, _| previous.files.contains_key(path) && !next.files.contains_key(path));
+        let mut confirmed = Vec::new();
+        for path in previous.files.keys() {
+            if next.files.contains_key(path) {
+                continue;
+            }
+            let since = *self.0.entry(path.clone()).or_insert(now);
+            if now.saturating_duration_since(since) >= grace {
+                confirmed.push(path.clone());
+            }
+        }
+        for path in &confirmed {
+            self.0.remove(path);
+        }
+        confirmed
+    }
+
+    /// Puts the files still held back into `next` as `previous` had them.
+    fn keep_held(&self, previous: &Sources, next: &mut Sources) {
+        for path in self.0.keys() {
+            if let Some(file) = previous.files.get(path) {
+                next.files.insert(path.clone(), file.clone());
+            }
+        }
+    }
+
+    /// When the earliest held file's absence can be confirmed.
+    fn due(&self, grace: Duration) -> Option<Instant> {
+        self.0.values().min().map(|since| *since + grace)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The folders (relative paths, `""` the catalogs folder itself) whose
+/// documents published tools in `before` and publish none in `after`,
+/// each with its tools before; only the outermost such folder is named
+/// (when a folder empties, so do the folders in it).
+fn emptied_folders(before: &[DocumentSummary], after: &[DocumentSummary]) -> Vec<(String, usize)> {
+    fn per_folder(documents: &[DocumentSummary]) -> BTreeMap<&str, usize> {
+        let mut tools = BTreeMap::new();
+        for document in documents.iter().filter(|d| d.tools > 0) {
+            let mut path: &str = &document.file;
+            while let Some((folder, _)) = path.rsplit_once('/') {
+                *tools.entry(folder).or_default() += document.tools;
+                path = folder;
+            }
+            *tools.entry("").or_default() += document.tools;
+        }
+        tools
+    }
+    let had = per_folder(before);
+    let has = per_folder(after);
+    let emptied =
+        |folder: &str| had.get(folder).is_some_and(|n| *n > 0) && !has.contains_key(folder);
+    had.iter()
+        .filter(|(folder, _)| emptied(folder))
+        .filter(|(folder, _)| {
+            let parent = folder.rsplit_once('/').map_or("", |(parent, _)| parent);
+            folder.is_empty() || !emptied(parent)
+        })
+        .map(|(folder, tools)| (folder.to_string(), *tools))
+        .collect()
 }
 
 /// What a rescan that swapped did, and what it left to free.
@@ -151,16 +317,39 @@ struct Steps {
 /// Rescans the folder; when files changed, rebuilds only the documents
 /// whose inputs changed, prepares the new catalog (cards, folded tags,
 /// rules: those of unchanged tools reused) and swaps it in, all off the
-/// async workers. Returns the sources read, and what the swap did.
+/// async workers. Returns the sources the served catalog is now built
+/// from (those read, or `previous` while a file is held missing), the
+/// files held, and what the swap did.
 fn rebuild_and_swap(
     gateway: &Gateway,
     previous: Sources,
+    mut absences: Absences,
     started: Instant,
-) -> std::io::Result<(Sources, Option<Swapped>)> {
+) -> std::io::Result<(Sources, Absences, Option<Swapped>)> {
     let mut next = Sources::scan(&gateway.settings.catalogs, Some(&previous))?;
+    let was_holding = !absences.is_empty();
+    let grace = gateway.settings.deletion_grace;
+    let confirmed = absences.note(&previous, &next, grace, started);
+    for path in &confirmed {
+        tracing::info!("{path} is deleted: still missing {grace:?} after a rescan first missed it");
+    }
+    if confirmed.is_empty() && !absences.is_empty() {
+        if !was_holding {
+            tracing::debug!(
+                missing = absences.0.len(),
+                "files missing from the catalogs folder: nothing is published until a rescan \
+                 {grace:?} after this one confirms their deletion or finds them again"
+            );
+        }
+        return Ok((previous, absences, None));
+    }
+    // Deletions confirmed: published with everything else, but files
+    // missed more recently still serve (each is confirmed in its turn:
+    // deletions that keep coming never hold the rest back for long).
+    absences.keep_held(&previous, &mut next);
     let scan = started.elapsed();
     if same_files(&previous, &next) {
-        return Ok((next, None));
+        return Ok((next, absences, None));
     }
     // Only the reloader swaps, one rescan at a time: this is still the
     // snapshot the swap replaces.
@@ -199,7 +388,7 @@ fn rebuild_and_swap(
         replaced,
         released,
     };
-    Ok((next, Some(swapped)))
+    Ok((next, absences, Some(swapped)))
 }
 
 /// Logs the diagnostics of the new catalog that the one it replaced did not
@@ -304,8 +493,10 @@ fn spawn_sighup(wake: Arc<Notify>) {
 #[cfg(not(unix))]
 fn spawn_sighup(_wake: Arc<Notify>) {}
 
-/// Waits for a wake-up (or the poll interval), then for `debounce` of
-/// quiet (at most [`MAX_DELAY`]), then rescans.
+/// Waits for a wake-up (or the poll interval, or the time a missing
+/// file's deletion can be confirmed), then for `debounce` of quiet (at
+/// most [`MAX_DELAY`]), then rescans. Events, polling and SIGHUP all come
+/// through here, so each holds a missing file the same way.
 async fn debounce_loop(
     reloader: Arc<Reloader>,
     wake: Arc<Notify>,
@@ -314,10 +505,18 @@ async fn debounce_loop(
 ) {
     let mut shutdown = reloader.gateway.shutdown.subscribe();
     loop {
+        let confirm = reloader
+            .confirmation_due()
+            .await
+            .map(|due| due.saturating_duration_since(Instant::now()));
+        let wait = match (poll, confirm) {
+            (Some(poll), Some(confirm)) => Some(poll.min(confirm)),
+            (poll, confirm) => poll.or(confirm),
+        };
         let woken = async {
-            match poll {
-                Some(interval) => {
-                    let _ = tokio::time::timeout(interval, wake.notified()).await;
+            match wait {
+                Some(wait) => {
+                    let _ = tokio::time::timeout(wait, wake.notified()).await;
                 }
                 None => wake.notified().await,
             }
@@ -335,5 +534,168 @@ async fn debounce_loop(
             }
         }
         reloader.rescan().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sources(files: &[&str]) -> Sources {
+        let document = br#"{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{}}"#;
+        Sources::from_files(
+            files.iter().map(|f| (f.to_string(), document.to_vec())),
+            None,
+        )
+    }
+
+    #[test]
+    fn a_missing_file_is_held_until_a_rescan_after_the_grace_misses_it_too() {
+        let grace = Duration::from_millis(500);
+        let t0 = Instant::now();
+        let mut absences = Absences::default();
+        let served = sources(&["a.json", "b.json"]);
+        let without_a = sources(&["b.json"]);
+
+        // First missed: held, due at t0 + grace.
+        assert!(absences.note(&served, &without_a, grace, t0).is_empty());
+        assert!(!absences.is_empty());
+        assert_eq!(absences.due(grace), Some(t0 + grace));
+
+        // Missed again before the grace: still held, still due then.
+        let soon = t0 + grace / 2;
+        assert!(absences.note(&served, &without_a, grace, soon).is_empty());
+        assert_eq!(absences.due(grace), Some(t0 + grace));
+
+        // Missed by a rescan the grace after the first: confirmed.
+        let confirmed = absences.note(&served, &without_a, grace, t0 + grace);
+        assert_eq!(confirmed, [Arc::from("a.json")]);
+        assert!(absences.is_empty());
+        assert_eq!(absences.due(grace), None);
+    }
+
+    #[test]
+    fn a_file_found_again_is_no_longer_missing() {
+        let grace = Duration::from_millis(500);
+        let t0 = Instant::now();
+        let mut absences = Absences::default();
+        let served = sources(&["a.json"]);
+        absences.note(&served, &sources(&[]), grace, t0);
+        assert!(!absences.is_empty());
+        // Back (even after the grace): forgotten, nothing confirmed.
+        assert!(
+            absences
+                .note(&served, &served, grace, t0 + grace)
+                .is_empty()
+        );
+        assert!(absences.is_empty());
+        // Missing again later: the clock starts again.
+        let t1 = t0 + grace * 3;
+        assert!(absences.note(&served, &sources(&[]), grace, t1).is_empty());
+        assert_eq!(absences.due(grace), Some(t1 + grace));
+    }
+
+    #[test]
+    fn files_missed_at_different_times_are_each_confirmed_in_their_turn() {
+        let grace = Duration::from_millis(500);
+        let t0 = Instant::now();
+        let mut absences = Absences::default();
+        let served = sources(&["a.json", "b.json", "c.json"]);
+        assert!(
+            absences
+                .note(&served, &sources(&["b.json", "c.json"]), grace, t0)
+                .is_empty()
+        );
+        let t1 = t0 + grace / 2;
+        assert!(
+            absences
+                .note(&served, &sources(&["c.json"]), grace, t1)
+                .is_empty()
+        );
+
+        // a.json confirmed while b.json is still held: published without
+        // a.json, with b.json as it was.
+        let mut next = sources(&["c.json"]);
+        let confirmed = absences.note(&served, &next, grace, t0 + grace);
+        assert_eq!(confirmed, [Arc::from("a.json")]);
+        absences.keep_held(&served, &mut next);
+        let names: Vec<&str> = next.files.keys().map(|k| &**k).collect();
+        assert_eq!(names, ["b.json", "c.json"]);
+        assert_eq!(absences.due(grace), Some(t1 + grace));
+
+        // Then b.json in its turn; a.json is not held again.
+        let confirmed = absences.note(&next, &sources(&["c.json"]), grace, t1 + grace);
+        assert_eq!(confirmed, [Arc::from("b.json")]);
+        assert!(absences.is_empty());
+    }
+
+    #[test]
+    fn no_grace_confirms_a_deletion_at_the_first_rescan_that_misses_it() {
+        let mut absences = Absences::default();
+        let served = sources(&["a.json", "b.json"]);
+        let confirmed = absences.note(
+            &served,
+            &sources(&["b.json"]),
+            Duration::ZERO,
+            Instant::now(),
+        );
+        assert_eq!(confirmed, [Arc::from("a.json")]);
+        assert!(absences.is_empty());
+    }
+
+    fn summary(file: &str, tools: usize) -> DocumentSummary {
+        DocumentSummary {
+            file: Arc::from(file),
+            namespace: String::new(),
+            operations: tools,
+            tools,
+        }
+    }
+
+    #[test]
+    fn a_folder_whose_tools_all_went_is_named_once_at_its_outermost() {
+        let before = [
+            summary("orders.yaml", 9),
+            summary("billing/invoices.yaml", 2),
+            summary("billing/v2/refunds.yaml", 1),
+            summary("empty/nothing.yaml", 0),
+        ];
+        // billing (and billing/v2 in it) emptied: only billing is named.
+        let after = [summary("orders.yaml", 9), summary("empty/nothing.yaml", 0)];
+        assert_eq!(
+            emptied_folders(&before, &after),
+            [("billing".to_string(), 3)]
+        );
+        // Everything gone: only the catalogs folder is named.
+        assert_eq!(emptied_folders(&before, &[]), [(String::new(), 12)]);
+        // A document kept but publishing nothing counts as gone.
+        assert_eq!(
+            emptied_folders(&[summary("orders.yaml", 9)], &[summary("orders.yaml", 0)]),
+            [(String::new(), 9)]
+        );
+        // billing keeps a document with tools: only billing/v2 emptied.
+        let after = [
+            summary("orders.yaml", 9),
+            summary("billing/invoices.yaml", 2),
+        ];
+        assert_eq!(
+            emptied_folders(&before, &after),
+            [("billing/v2".to_string(), 1)]
+        );
+        // One document of a folder gone, another left: nothing emptied.
+        let after = [
+            summary("orders.yaml", 9),
+            summary("billing/v2/refunds.yaml", 1),
+        ];
+        assert!(emptied_folders(&before, &after).is_empty());
+        // A folder that had no tools is not emptied by losing them.
+        let after = [
+            summary("orders.yaml", 9),
+            summary("billing/invoices.yaml", 2),
+            summary("billing/v2/refunds.yaml", 1),
+        ];
+        assert!(emptied_folders(&before, &after).is_empty());
+        // Growing from nothing is not a warning.
+        assert!(emptied_folders(&[], &before).is_empty());
     }
 }

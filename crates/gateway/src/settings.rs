@@ -41,6 +41,12 @@ pub struct Settings {
     pub log_format: LogFormat,
     /// Debounce window of the catalog watcher.
     pub debounce: Duration,
+    /// How long a file a rescan no longer finds keeps serving before its
+    /// deletion is published: a file replaced in two steps (`git
+    /// checkout`, an editor's unlink-then-create) is absent for a moment,
+    /// and that moment must not empty the catalog. 0 publishes deletions
+    /// at the first rescan that misses the file.
+    pub deletion_grace: Duration,
     /// How the catalogs folder is watched.
     pub watch: WatchMode,
     /// Interval of the polling watcher.
@@ -181,6 +187,7 @@ impl Default for Settings {
             search_model: None,
             log_format: LogFormat::Text,
             debounce: Duration::from_millis(50),
+            deletion_grace: Duration::from_millis(500),
             watch: WatchMode::Events,
             poll_interval: Duration::from_secs(2),
             keepalive: Duration::from_secs(15),
@@ -212,6 +219,7 @@ pub struct FileSettings {
     pub search_model: Option<PathBuf>,
     pub log_format: Option<LogFormat>,
     pub debounce_ms: Option<u64>,
+    pub deletion_grace_ms: Option<u64>,
     pub watch: Option<WatchMode>,
     pub poll_interval_ms: Option<u64>,
     pub keepalive_ms: Option<u64>,
@@ -241,6 +249,7 @@ pub struct Overrides {
     pub search_model: Option<PathBuf>,
     pub log_format: Option<String>,
     pub debounce_ms: Option<u64>,
+    pub deletion_grace_ms: Option<u64>,
     pub watch: Option<String>,
     pub poll_interval_ms: Option<u64>,
     pub keepalive_ms: Option<u64>,
@@ -342,6 +351,9 @@ impl Settings {
         let ms = Duration::from_millis;
         if let Some(v) = overrides.debounce_ms.or(file.debounce_ms) {
             s.debounce = ms(v);
+        }
+        if let Some(v) = overrides.deletion_grace_ms.or(file.deletion_grace_ms) {
+            s.deletion_grace = ms(v);
         }
         if let Some(v) = overrides.poll_interval_ms.or(file.poll_interval_ms) {
             s.poll_interval = ms(v.max(10));
@@ -460,6 +472,23 @@ mod tests {
         assert_eq!(s.response_budget, 1000);
         assert_eq!(s.endpoint, "/x");
         assert_eq!(s.max_body_bytes, Settings::default().max_body_bytes);
+    }
+
+    #[test]
+    fn the_deletion_grace_is_ten_debounces_unless_set() {
+        let defaults = Settings::default();
+        assert_eq!(defaults.deletion_grace, defaults.debounce * 10);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sezzlee.toml");
+        std::fs::write(&file, "deletion_grace_ms = 900\n").unwrap();
+        let from_file = Settings::resolve(&Overrides::default(), Some(&file)).unwrap();
+        assert_eq!(from_file.deletion_grace, Duration::from_millis(900));
+        let flag = Overrides {
+            deletion_grace_ms: Some(0),
+            ..Overrides::default()
+        };
+        let from_flag = Settings::resolve(&flag, Some(&file)).unwrap();
+        assert_eq!(from_flag.deletion_grace, Duration::ZERO);
     }
 
     #[test]
