@@ -26,6 +26,7 @@ mod instances;
 mod invoke_tool;
 mod live_reload;
 mod mcp_endpoint;
+mod operator_routes;
 mod real_catalogs;
 mod rmcp_client;
 mod rolling_update;

@@ -929,6 +929,9 @@ async fn cached_search_answers_are_shared_only_by_callers_who_see_alike() {
         expectations[1].2,
         "a second reader"
     );
+    let mut gateway = gateway;
+    let admin = hs256(secret, &claims("sezzlee:admin", &[]));
+    gateway.admin = Some(("authorization".to_string(), format!("Bearer {admin}")));
     let cache = &gateway.status().await["searchCache"];
     assert_eq!(cache["answers"], 4, "one answer per distinct view: {cache}");
     assert_eq!(cache["misses"], 8, "{cache}");
@@ -1720,11 +1723,12 @@ async fn status_and_metrics_never_show_a_secret() {
         header: "x-api-key".to_string(),
         key_env: STATUS_KEY.0.to_string(),
         subject: "status-bot".to_string(),
-        scopes: vec!["shop:admin".to_string()],
+        scopes: vec!["shop:admin".to_string(), "sezzlee:admin".to_string()],
         roles: Vec::new(),
         names: Vec::new(),
     });
-    let gateway = gateway(NOWHERE, Some(auth)).await;
+    let mut gateway = gateway(NOWHERE, Some(auth)).await;
+    gateway.admin = Some(("x-api-key".to_string(), STATUS_KEY.1.to_string()));
     let endpoint = Endpoint::of(&gateway);
     // The configuration works (so the secrets were read)…
     assert_sees(
@@ -1943,6 +1947,24 @@ async fn the_auth_demo_works_as_documented() {
             .names
             .contains("purge_order")
     );
+    // /status and /metrics answer the operator's scope only.
+    let operator = token_command("SEZZLEE_DEMO_SECRET", secret, &["--scope", "sezzlee:admin"]);
+    let client = reqwest::Client::new();
+    for path in ["/status", "/metrics"] {
+        let url = format!("{}{path}", served.base);
+        for (who, token, expected) in [
+            ("anonymous", None, 401),
+            ("orders:admin", Some(&token), 403),
+            ("sezzlee:admin", Some(&operator), 200),
+        ] {
+            let mut request = client.get(&url);
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let status = request.send().await.unwrap().status();
+            assert_eq!(status, expected, "{path}, {who}");
+        }
+    }
     let logs = served.logs.lock().unwrap().clone();
     assert!(!logs.contains(secret), "{logs}");
     assert!(!logs.contains(&token), "{logs}");

@@ -1,12 +1,15 @@
 //! The router, assembled in one place: the MCP endpoint, its
-//! protected-resource metadata, the health and status routes, and the demo
-//! backend when enabled.
+//! protected-resource metadata, the health routes (always open, for
+//! probes), the operator's routes (`/status`, `/metrics`: only for the
+//! admin scope once `[auth]` is configured) and the demo backend when
+//! enabled.
 
 use crate::auth::resource::{self, METADATA_PATH};
 use crate::gateway::Gateway;
 use crate::mcp::http;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use std::sync::Arc;
 
@@ -27,9 +30,15 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             get(resource::metadata),
         )
         .route("/healthz", get(http::healthz))
-        .route("/readyz", get(http::readyz))
+        .route("/readyz", get(http::readyz));
+    let operator = Router::new()
         .route("/status", get(crate::status::status))
-        .route("/metrics", get(crate::status::metrics));
+        .route("/metrics", get(crate::status::metrics))
+        .route_layer(from_fn_with_state(
+            gateway.clone(),
+            crate::status::admin_only,
+        ));
+    router = router.merge(operator);
     if gateway.settings.demo_backend {
         router = router.nest("/demo", crate::demo::router());
     }

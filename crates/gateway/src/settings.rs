@@ -98,6 +98,20 @@ pub struct AuthSettings {
     /// Authorization servers the metadata lists. Default: the JWT issuer.
     #[serde(default)]
     pub authorization_servers: Vec<String>,
+    /// The scope (of a verified JWT or a configured API key) that opens
+    /// `/status` and `/metrics`. Default [`DEFAULT_ADMIN_SCOPE`].
+    pub admin_scope: Option<String>,
+}
+
+/// The scope that opens `/status` and `/metrics` when `[auth]` is
+/// configured and `auth.admin_scope` is not.
+pub const DEFAULT_ADMIN_SCOPE: &str = "sezzlee:admin";
+
+impl AuthSettings {
+    /// The scope that opens `/status` and `/metrics`.
+    pub fn admin_scope(&self) -> &str {
+        self.admin_scope.as_deref().unwrap_or(DEFAULT_ADMIN_SCOPE)
+    }
 }
 
 /// `[auth.jwt]`.
