@@ -33,7 +33,7 @@ fn code(output: &Output) -> i32 {
 async fn demo() -> (TestGateway, tempfile::TempDir) {
     let dir = copy_of_shipped_catalogs();
     let mut settings = test_settings(dir.path());
-    settings.demo_backend = true;
+    settings.demo_backend = DemoBackend::On;
     (TestGateway::start_with(settings, None).await, dir)
 }
 

@@ -1,11 +1,13 @@
-//! The operator's routes (issue 29, item 3): real gateways on loopback,
-//! real HTTP requests with and without credentials.
+//! The operator's routes and the demo backend (issue 29, item 3): real
+//! gateways on loopback, real HTTP requests with and without credentials.
 //!
 //! With `[auth]` configured, `/status` and `/metrics` answer only a
 //! verified credential carrying `auth.admin_scope` (`sezzlee:admin` by
 //! default): without one, `401` with the MCP endpoint's challenge; with
 //! one lacking the scope, `403` naming it. `/healthz` and `/readyz` stay
-//! open for probes, and without `[auth]` everything stays open.
+//! open for probes, and without `[auth]` everything stays open. The demo
+//! backend under `/demo` answers, by default, only while the served
+//! catalog has a document whose backend is the demo.
 
 use crate::support::*;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -235,4 +237,80 @@ async fn without_auth_every_route_is_open_as_the_mcp_endpoint_is() {
         assert_eq!(reply.status, 200, "{path}: {}", reply.text);
     }
     assert!(gateway.status().await["auth"]["adminScope"].is_null());
+}
+
+// ------------------------------------------------------------ the demo backend
+
+/// A document whose backend is elsewhere: what serving "other catalogs"
+/// means.
+const ELSEWHERE: &str = r#"{
+  "openapi": "3.0.3",
+  "info": {"title": "Elsewhere", "version": "1"},
+  "servers": [{"url": "http://127.0.0.1:9/v1"}],
+  "paths": {"/things": {"get": {"operationId": "listThings", "summary": "Lists things",
+    "responses": {"200": {"description": "ok"}}}}}
+}"#;
+
+/// `GET /demo/orders` on `gateway`: the HTTP status.
+async fn demo_status(gateway: &TestGateway) -> u16 {
+    gateway.get("/demo/orders", &[]).await.status
+}
+
+#[tokio::test]
+async fn the_demo_backend_answers_only_while_the_demo_catalog_is_served() {
+    let auto = |settings: &mut sezzlee_gateway::settings::Settings| {
+        settings.demo_backend = DemoBackend::Auto;
+    };
+    // The shipped catalog names ${SEZZLEE_SELF}/demo: auto serves it.
+    let shipped = TestGateway::start(&shipped_catalogs(), auto).await;
+    assert_eq!(demo_status(&shipped).await, 200);
+    let orders = shipped.get("/demo/orders/1", &[]).await;
+    assert_eq!(
+        orders.json()["item"],
+        "mechanical keyboard",
+        "{}",
+        orders.text
+    );
+
+    // Another catalog: no demo, unless asked for.
+    let files = [("elsewhere.json", ELSEWHERE.to_string())];
+    let other = TestGateway::with_files(&files, auto).await;
+    assert_eq!(demo_status(&other).await, 404);
+    for method in [reqwest::Method::DELETE, reqwest::Method::POST] {
+        let reply = other
+            .client
+            .request(method.clone(), format!("{}/demo/orders/1", other.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 404, "{method}");
+    }
+    let forced = TestGateway::with_files(&files, |settings| {
+        settings.demo_backend = DemoBackend::On;
+    })
+    .await;
+    assert_eq!(demo_status(&forced).await, 200);
+    let off = TestGateway::start(&shipped_catalogs(), |settings| {
+        settings.demo_backend = DemoBackend::Off;
+    })
+    .await;
+    assert_eq!(demo_status(&off).await, 404);
+
+    // Auto follows the catalog as it is reloaded.
+    let dir = copy_of_shipped_catalogs();
+    let mut settings = test_settings(dir.path());
+    settings.demo_backend = DemoBackend::Auto;
+    let (live, reloader, _watcher) = TestGateway::start_reloading(settings, None).await;
+    assert_eq!(demo_status(&live).await, 200);
+    for name in ["orders.yaml", "orders.sezzlee.yaml"] {
+        std::fs::remove_file(dir.path().join(name)).unwrap();
+    }
+    std::fs::write(dir.path().join("elsewhere.json"), ELSEWHERE).unwrap();
+    reloader.rescan().await;
+    assert_eq!(demo_status(&live).await, 404, "after the demo left");
+    for name in ["orders.yaml", "orders.sezzlee.yaml"] {
+        std::fs::copy(shipped_catalogs().join(name), dir.path().join(name)).unwrap();
+    }
+    reloader.rescan().await;
+    assert_eq!(demo_status(&live).await, 200, "after it came back");
 }

@@ -12,6 +12,7 @@
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 use sezzlee_gateway::gateway::Gateway;
+pub use sezzlee_gateway::settings::DemoBackend;
 use sezzlee_gateway::settings::{Settings, WatchMode};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -153,7 +154,7 @@ pub fn test_settings(catalogs: &Path) -> Settings {
         catalogs: catalogs.to_path_buf(),
         listen: "127.0.0.1:0".parse().unwrap(),
         watch: WatchMode::Off,
-        demo_backend: false,
+        demo_backend: DemoBackend::Off,
         ..Settings::default()
     }
 }

@@ -1,12 +1,13 @@
 //! The router, assembled in one place: the MCP endpoint, its
 //! protected-resource metadata, the health routes (always open, for
 //! probes), the operator's routes (`/status`, `/metrics`: only for the
-//! admin scope once `[auth]` is configured) and the demo backend when
-//! enabled.
+//! admin scope once `[auth]` is configured) and the demo backend (while
+//! it is wanted).
 
 use crate::auth::resource::{self, METADATA_PATH};
 use crate::gateway::Gateway;
 use crate::mcp::http;
+use crate::settings::DemoBackend;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
@@ -39,8 +40,12 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             crate::status::admin_only,
         ));
     router = router.merge(operator);
-    if gateway.settings.demo_backend {
-        router = router.nest("/demo", crate::demo::router());
+    if gateway.settings.demo_backend != DemoBackend::Off {
+        let demo = crate::demo::router().layer(from_fn_with_state(
+            gateway.clone(),
+            crate::demo::only_when_wanted,
+        ));
+        router = router.nest("/demo", demo);
     }
     router
         .layer(DefaultBodyLimit::max(limit))
