@@ -13,6 +13,7 @@ mod client_cli;
 mod client_gateway;
 mod compaction;
 mod corpus;
+mod demo_catalog;
 mod deploy_manifests;
 mod edit_storm;
 mod egress_proxy;

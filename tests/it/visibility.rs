@@ -1252,11 +1252,17 @@ async fn credentials_the_gateway_cannot_evaluate_leave_tools_visible_and_flagged
         }
     }
 
-    // Without [auth] everything is public: no tool is hidden and no
+    // Without [auth] the catalog is public but for the tools under a named
+    // policy, which nobody can satisfy (a policy fails closed); no
     // credential makes anything uncertain.
     let open = self::gateway(NOWHERE, None).await;
     let open = Endpoint::of(&open);
-    let jwt = hs256(UNCERTAIN_SECRET.1, &claims("", &[]));
+    let jwt = hs256(UNCERTAIN_SECRET.1, &claims(EVERYTHING, &["staff"]));
+    let policed = ["purge_all", "get_rota", "internal_metrics"];
+    let unpoliced: Vec<&str> = everything()
+        .into_iter()
+        .filter(|name| !policed.contains(name))
+        .collect();
     for (label, creds) in [
         ("anonymous", anonymous()),
         ("opaque bearer", bearer("opaque-token-0123456789abcdef")),
@@ -1264,7 +1270,7 @@ async fn credentials_the_gateway_cannot_evaluate_leave_tools_visible_and_flagged
         ("HTTP basic", header("authorization", &basic)),
         ("a cookie", header("cookie", "session=0123456789")),
     ] {
-        assert_sees(&open, label, &creds, &everything()).await;
+        assert_sees(&open, label, &creds, &unpoliced).await;
         let (_, raw) = open
             .rpc(
                 &creds,
@@ -1273,9 +1279,15 @@ async fn credentials_the_gateway_cannot_evaluate_leave_tools_visible_and_flagged
             )
             .await;
         assert!(!raw.contains("authUncertain"), "{label}: {raw}");
-        let loaded = open.load(&creds, "purge_all").await;
+        // OpenAPI security hides nothing without [auth]…
+        let loaded = open.load(&creds, "delete_product").await;
         assert!(!loaded.is_error, "{}", loaded.payload);
         assert!(!loaded.raw.contains("authUncertain"), "{label}");
+        // …a policy does.
+        for name in policed {
+            let hidden = open.load(&creds, name).await;
+            assert_eq!(hidden.payload["error"], "unknown_tool", "{label}: {name}");
+        }
     }
 }
 

@@ -197,6 +197,14 @@ impl Prepared {
         self.rules.iter().all(|rule| *rule == Rule::Public)
     }
 
+    /// Whether some tool is under a named policy (which a caller must
+    /// satisfy even when no `[auth]` is configured).
+    pub fn has_policy(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|rule| matches!(rule, Rule::Policy(_)))
+    }
+
     /// The compiled inputSchema of tool `index` (compiled once, then shared).
     pub fn validator(
         &self,
