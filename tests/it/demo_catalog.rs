@@ -2,9 +2,10 @@
 //! (`x-sezzlee-visibility: admins`, "ordinary callers never see this
 //! operation") is invisible to a caller without the administrator
 //! credential, with no `[auth]` configured as with one, because a named
-//! policy fails closed; and it carries `destructiveHint`. The README's
-//! first command (`sezzlee serve`, nothing else) is run as a child
-//! process and serves the demo end to end.
+//! policy fails closed; it carries `destructiveHint`; and an agent's
+//! sentence asking to call off an order finds `cancel_order` first. The
+//! README's first command (`sezzlee serve`, nothing else) is run as a
+//! child process and serves the demo end to end.
 
 use crate::support::*;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -20,6 +21,9 @@ const SECRET: (&str, &str) = (
     "SEZZLEE_DEMO_CATALOG_SECRET_7D40",
     "demo-catalog-hs256-secret-1f6b93c0a8e2d574",
 );
+
+/// What the README's agent asked when a script deleted an order.
+const CANCEL_SENTENCE: &str = "I want to call off an order that I placed by mistake";
 
 fn init() {
     static ONCE: Once = Once::new();
@@ -213,6 +217,32 @@ async fn purge_order_is_invisible_without_the_administrator_credential() {
     assert_eq!(purged.payload["status"], 204, "{}", purged.payload);
 }
 
+#[tokio::test]
+async fn the_cancel_sentence_finds_cancel_order_first() {
+    init();
+    let arguments = json!({"query": CANCEL_SENTENCE, "limit": 5});
+    let open = demo(None).await;
+    let anonymous = call(&open, &[], "search_tools", arguments.clone()).await;
+    assert_eq!(
+        names_of(&anonymous).first().map(String::as_str),
+        Some("cancel_order"),
+        "{}",
+        anonymous.payload
+    );
+    // The administrator, who also sees purge_order, is sent to
+    // cancel_order first too.
+    let configured = demo(Some(auth_demo())).await;
+    let admin = [("authorization", format!("Bearer {}", token("orders:admin")))];
+    let seen = call(&configured, &admin, "search_tools", arguments).await;
+    assert_eq!(
+        names_of(&seen).first().map(String::as_str),
+        Some("cancel_order"),
+        "{}",
+        seen.payload
+    );
+    assert!(names_of(&seen).contains(&"purge_order".to_string()));
+}
+
 /// `cargo run --release -- serve`, as the README's first command runs it
 /// (here on an ephemeral port): the shipped catalog and the demo backend,
 /// search → load → pinned invoke, and no purge_order.
@@ -249,7 +279,7 @@ async fn the_readmes_first_command_serves_the_demo_end_to_end() {
             tool_reply(&reply["result"])
         }
     };
-    let found = call("search_tools", json!({"query": "cancel order"})).await;
+    let found = call("search_tools", json!({"query": CANCEL_SENTENCE})).await;
     assert_eq!(names_of(&found)[0], "cancel_order", "{}", found.payload);
     let everything = call("search_tools", json!({"query": "", "limit": 50})).await;
     assert!(!names_of(&everything).contains(&"purge_order".to_string()));
