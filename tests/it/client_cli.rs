@@ -33,7 +33,7 @@ fn code(output: &Output) -> i32 {
 async fn demo() -> (TestGateway, tempfile::TempDir) {
     let dir = copy_of_shipped_catalogs();
     let mut settings = test_settings(dir.path());
-    settings.demo_backend = true;
+    settings.demo_backend = DemoBackend::On;
     (TestGateway::start_with(settings, None).await, dir)
 }
 
@@ -62,11 +62,14 @@ async fn exit_codes_separate_success_tool_failure_and_protocol_error() {
     assert_eq!(search["results"].as_array().unwrap().len(), 2);
     assert_eq!(search["results"][0]["name"], "cancel_order");
 
-    let tagged = client(url, &["--json", "search", "--tags", "admin"]).await;
+    let tagged = client(url, &["--json", "search", "--tags", "facturación"]).await;
     assert_eq!(code(&tagged), 0);
     let tagged = json(&tagged);
     assert_eq!(tagged["total"], 1, "{tagged}");
-    assert_eq!(tagged["results"][0]["name"], "purge_order");
+    assert_eq!(tagged["results"][0]["name"], "get_invoice");
+    // The administrators' tool is not there for this anonymous caller.
+    let admin = json(&client(url, &["--json", "search", "--tags", "admin"]).await);
+    assert_eq!(admin["total"], 0, "{admin}");
 
     let invoked = client(url, &["--json", "invoke", "get_order", r#"{"id": 1}"#]).await;
     assert_eq!(code(&invoked), 0, "{invoked:?}");

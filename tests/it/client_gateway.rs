@@ -35,7 +35,7 @@ impl Live {
     async fn start() -> Live {
         let dir = copy_of_shipped_catalogs();
         let mut settings = test_settings(dir.path());
-        settings.demo_backend = true;
+        settings.demo_backend = DemoBackend::On;
         let (gw, reloader, _watcher) = TestGateway::start_reloading(settings, None).await;
         Live { gw, reloader, dir }
     }

@@ -292,7 +292,7 @@ fn a_connection_flood_and_slow_listen_readers_leave_other_callers_served() {
     let folder = copy_of_shipped_catalogs();
     let dir = folder.path().to_path_buf();
     let mut settings = test_settings(&dir);
-    settings.demo_backend = true;
+    settings.demo_backend = DemoBackend::On;
     settings.header_read_timeout = HEAD_TIMEOUT;
     settings.max_streams = streams;
     let (gw, reloader, _watcher) =

@@ -16,7 +16,7 @@ use axum::routing::get;
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
-use sezzlee_gateway::settings::{AuthSettings, JwtSettings};
+use sezzlee_gateway::settings::{ApiKeySettings, AuthSettings, JwtSettings};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -206,11 +206,34 @@ fn provider_auth(issuer: &str, edit: impl FnOnce(&mut AuthSettings)) -> AuthSett
     auth
 }
 
-async fn gateway(auth: AuthSettings) -> TestGateway {
-    TestGateway::with_files(&[("orders.json", ORDERS.to_string())], |settings| {
+/// The operator's API key (`sezzlee:admin`), which opens `/status` and
+/// `/metrics` whatever the provider does: its variable and value.
+const ADMIN_KEY: (&str, &str) = (
+    "SEZZLEE_IDP_ADMIN_KEY_2C71",
+    "idp-admin-key-8d03f5a1c97e4b26",
+);
+const ADMIN_HEADER: &str = "x-operator-key";
+
+/// A gateway on the orders catalog with `auth` and the operator's API key.
+async fn gateway(mut auth: AuthSettings) -> TestGateway {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: set once, before the first gateway of this module reads it,
+    // never changed after (std's own lock orders it with every other
+    // `std::env` access).
+    ONCE.call_once(|| unsafe { std::env::set_var(ADMIN_KEY.0, ADMIN_KEY.1) });
+    auth.api_keys.push(ApiKeySettings {
+        header: ADMIN_HEADER.to_string(),
+        key_env: ADMIN_KEY.0.to_string(),
+        subject: "operator".to_string(),
+        scopes: vec!["sezzlee:admin".to_string()],
+        ..ApiKeySettings::default()
+    });
+    let mut gateway = TestGateway::with_files(&[("orders.json", ORDERS.to_string())], |settings| {
         settings.auth = Some(auth);
     })
-    .await
+    .await;
+    gateway.admin = Some((ADMIN_HEADER.to_string(), ADMIN_KEY.1.to_string()));
+    gateway
 }
 
 /// search_tools with `token` (none when empty): the HTTP status and the

@@ -1100,7 +1100,7 @@ async fn every_serving_thread_count_serves_calls_end_to_end() {
     init();
     for threads in [0, 1, 3] {
         let mut demo = TestGateway::start(&shipped_catalogs(), |settings| {
-            settings.demo_backend = true;
+            settings.demo_backend = DemoBackend::On;
             settings.serve_threads = threads;
         })
         .await;
@@ -1127,8 +1127,10 @@ async fn every_serving_thread_count_serves_calls_end_to_end() {
 #[tokio::test]
 async fn the_shipped_demo_works_end_to_end() {
     init();
-    let demo =
-        TestGateway::start(&shipped_catalogs(), |settings| settings.demo_backend = true).await;
+    let demo = TestGateway::start(&shipped_catalogs(), |settings| {
+        settings.demo_backend = DemoBackend::On
+    })
+    .await;
     let found = demo.search(json!({"query": "cancel order"})).await;
     assert_eq!(names(&found)[0], "cancel_order", "{found}");
 

@@ -74,8 +74,10 @@ fn fold(text: &str) -> String {
         .to_lowercase()
 }
 
-/// What a served catalog holds, read from the catalog itself rather than
-/// through the tools under test: each tool's name and folded tags, by name.
+/// What a served catalog shows an anonymous caller (no `[auth]` here: every
+/// tool but those under a named policy, which fail closed), read from the
+/// catalog itself rather than through the tools under test: each tool's
+/// name and folded tags, by name.
 struct Facts {
     tools: Vec<(String, BTreeSet<String>)>,
 }
@@ -87,6 +89,7 @@ impl Facts {
             .catalog
             .tools()
             .iter()
+            .filter(|t| t.policy.as_ref().is_none_or(|policy| policy.public))
             .map(|t| (t.name.clone(), t.tags.iter().map(|t| fold(t)).collect()))
             .collect();
         tools.sort();

@@ -12,6 +12,7 @@
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 use sezzlee_gateway::gateway::Gateway;
+pub use sezzlee_gateway::settings::DemoBackend;
 use sezzlee_gateway::settings::{Settings, WatchMode};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -103,6 +104,10 @@ pub struct TestGateway {
     pub url: String,
     pub client: reqwest::Client,
     pub gateway: Arc<Gateway>,
+    /// The header (name, value) [`TestGateway::status`] and
+    /// [`TestGateway::metrics`] send: the admin credential of a gateway
+    /// with `[auth]`, which answers them only to the admin scope.
+    pub admin: Option<(String, String)>,
     /// Keeps a generated catalogs folder alive.
     _dir: Option<TempDir>,
 }
@@ -149,7 +154,7 @@ pub fn test_settings(catalogs: &Path) -> Settings {
         catalogs: catalogs.to_path_buf(),
         listen: "127.0.0.1:0".parse().unwrap(),
         watch: WatchMode::Off,
-        demo_backend: false,
+        demo_backend: DemoBackend::Off,
         ..Settings::default()
     }
 }
@@ -202,6 +207,7 @@ impl TestGateway {
                 .build()
                 .unwrap(),
             gateway,
+            admin: None,
             _dir: dir,
         }
     }
@@ -674,33 +680,39 @@ impl TestGateway {
                 .build()
                 .unwrap(),
             gateway,
+            admin: None,
             _dir: dir,
         };
         (server, reloader, watcher)
     }
 
+    /// `GET path` with `headers`, nothing else.
+    pub async fn get(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut request = self.client.get(format!("{}{path}", self.base));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        into_reply(request.send().await.expect("request sent")).await
+    }
+
+    /// `GET path` with the [`TestGateway::admin`] header, if any.
+    async fn get_as_admin(&self, path: &str) -> Reply {
+        match &self.admin {
+            Some((name, value)) => self.get(path, &[(name, value)]).await,
+            None => self.get(path, &[]).await,
+        }
+    }
+
     /// `GET /metrics`, the Prometheus text.
     pub async fn metrics(&self) -> String {
-        let response = self
-            .client
-            .get(format!("{}/metrics", self.base))
-            .send()
-            .await
-            .expect("request sent");
-        let reply = into_reply(response).await;
+        let reply = self.get_as_admin("/metrics").await;
         assert_eq!(reply.status, 200, "{}", reply.text);
         reply.text
     }
 
     /// `GET /status`, which must answer 200 with JSON.
     pub async fn status(&self) -> Value {
-        let response = self
-            .client
-            .get(format!("{}/status", self.base))
-            .send()
-            .await
-            .expect("request sent");
-        let reply = into_reply(response).await;
+        let reply = self.get_as_admin("/status").await;
         assert_eq!(reply.status, 200, "{}", reply.text);
         reply.json()
     }

@@ -929,6 +929,9 @@ async fn cached_search_answers_are_shared_only_by_callers_who_see_alike() {
         expectations[1].2,
         "a second reader"
     );
+    let mut gateway = gateway;
+    let admin = hs256(secret, &claims("sezzlee:admin", &[]));
+    gateway.admin = Some(("authorization".to_string(), format!("Bearer {admin}")));
     let cache = &gateway.status().await["searchCache"];
     assert_eq!(cache["answers"], 4, "one answer per distinct view: {cache}");
     assert_eq!(cache["misses"], 8, "{cache}");
@@ -1249,11 +1252,17 @@ async fn credentials_the_gateway_cannot_evaluate_leave_tools_visible_and_flagged
         }
     }
 
-    // Without [auth] everything is public: no tool is hidden and no
+    // Without [auth] the catalog is public but for the tools under a named
+    // policy, which nobody can satisfy (a policy fails closed); no
     // credential makes anything uncertain.
     let open = self::gateway(NOWHERE, None).await;
     let open = Endpoint::of(&open);
-    let jwt = hs256(UNCERTAIN_SECRET.1, &claims("", &[]));
+    let jwt = hs256(UNCERTAIN_SECRET.1, &claims(EVERYTHING, &["staff"]));
+    let policed = ["purge_all", "get_rota", "internal_metrics"];
+    let unpoliced: Vec<&str> = everything()
+        .into_iter()
+        .filter(|name| !policed.contains(name))
+        .collect();
     for (label, creds) in [
         ("anonymous", anonymous()),
         ("opaque bearer", bearer("opaque-token-0123456789abcdef")),
@@ -1261,7 +1270,7 @@ async fn credentials_the_gateway_cannot_evaluate_leave_tools_visible_and_flagged
         ("HTTP basic", header("authorization", &basic)),
         ("a cookie", header("cookie", "session=0123456789")),
     ] {
-        assert_sees(&open, label, &creds, &everything()).await;
+        assert_sees(&open, label, &creds, &unpoliced).await;
         let (_, raw) = open
             .rpc(
                 &creds,
@@ -1270,9 +1279,15 @@ async fn credentials_the_gateway_cannot_evaluate_leave_tools_visible_and_flagged
             )
             .await;
         assert!(!raw.contains("authUncertain"), "{label}: {raw}");
-        let loaded = open.load(&creds, "purge_all").await;
+        // OpenAPI security hides nothing without [auth]…
+        let loaded = open.load(&creds, "delete_product").await;
         assert!(!loaded.is_error, "{}", loaded.payload);
         assert!(!loaded.raw.contains("authUncertain"), "{label}");
+        // …a policy does.
+        for name in policed {
+            let hidden = open.load(&creds, name).await;
+            assert_eq!(hidden.payload["error"], "unknown_tool", "{label}: {name}");
+        }
     }
 }
 
@@ -1720,11 +1735,12 @@ async fn status_and_metrics_never_show_a_secret() {
         header: "x-api-key".to_string(),
         key_env: STATUS_KEY.0.to_string(),
         subject: "status-bot".to_string(),
-        scopes: vec!["shop:admin".to_string()],
+        scopes: vec!["shop:admin".to_string(), "sezzlee:admin".to_string()],
         roles: Vec::new(),
         names: Vec::new(),
     });
-    let gateway = gateway(NOWHERE, Some(auth)).await;
+    let mut gateway = gateway(NOWHERE, Some(auth)).await;
+    gateway.admin = Some(("x-api-key".to_string(), STATUS_KEY.1.to_string()));
     let endpoint = Endpoint::of(&gateway);
     // The configuration works (so the secrets were read)…
     assert_sees(
@@ -1943,6 +1959,24 @@ async fn the_auth_demo_works_as_documented() {
             .names
             .contains("purge_order")
     );
+    // /status and /metrics answer the operator's scope only.
+    let operator = token_command("SEZZLEE_DEMO_SECRET", secret, &["--scope", "sezzlee:admin"]);
+    let client = reqwest::Client::new();
+    for path in ["/status", "/metrics"] {
+        let url = format!("{}{path}", served.base);
+        for (who, token, expected) in [
+            ("anonymous", None, 401),
+            ("orders:admin", Some(&token), 403),
+            ("sezzlee:admin", Some(&operator), 200),
+        ] {
+            let mut request = client.get(&url);
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let status = request.send().await.unwrap().status();
+            assert_eq!(status, expected, "{path}, {who}");
+        }
+    }
     let logs = served.logs.lock().unwrap().clone();
     assert!(!logs.contains(secret), "{logs}");
     assert!(!logs.contains(&token), "{logs}");

@@ -1,13 +1,19 @@
 //! The demo orders backend behind the shipped `catalogs/orders.yaml`.
 //!
-//! Served by the gateway itself under `/demo` (setting `demo_backend`), so
-//! `sezzlee serve` on the shipped catalog works end to end with no other
-//! process: every demo tool can be searched, loaded and invoked. State is
-//! in memory and starts from the same three orders on every start.
+//! Served by the gateway itself under `/demo`, so `sezzlee serve` on the
+//! shipped catalog works end to end with no other process: every demo tool
+//! can be searched, loaded and invoked. State is in memory and starts from
+//! the same three orders on every start. It answers only while it is
+//! wanted (setting `demo_backend`, `auto` by default: while a served
+//! document's backend is [`BASE_URL`]), so a gateway serving other
+//! catalogs exposes no writable toy API beside them.
 
+use crate::gateway::Gateway;
+use crate::settings::DemoBackend;
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::StatusCode;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -40,6 +46,15 @@ struct Orders {
 
 type Shared = Arc<Mutex<Orders>>;
 
+/// The backend base URL (as a sidecar writes it) that names this demo:
+/// the gateway's own address, then `/demo`.
+pub const BASE_URL: &str = "${SEZZLEE_SELF}/demo";
+
+/// Whether a document's backend base URL, as written, is the demo's.
+pub fn is_demo_base_url(base_url: &str) -> bool {
+    base_url.trim_end_matches('/') == BASE_URL
+}
+
 fn seeded() -> Orders {
     let mut orders = Orders {
         next_id: 4,
@@ -64,6 +79,30 @@ fn seeded() -> Orders {
         );
     }
     orders
+}
+
+/// Whether the demo answers now: `demo_backend` `on`, or `auto` while the
+/// served catalog has a tool whose backend is the demo.
+pub fn wanted(gateway: &Gateway) -> bool {
+    match gateway.settings.demo_backend {
+        DemoBackend::On => true,
+        DemoBackend::Off => false,
+        DemoBackend::Auto => gateway.store.current().prepared.uses_demo_backend,
+    }
+}
+
+/// Answers `404` for every `/demo` route while the demo is not
+/// [`wanted`], as if it were not there.
+pub async fn only_when_wanted(
+    State(gateway): State<Arc<Gateway>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if wanted(&gateway) {
+        next.run(request).await
+    } else {
+        StatusCode::NOT_FOUND.into_response()
+    }
 }
 
 /// The demo API's routes, relative to `/demo`.

@@ -1,12 +1,16 @@
 //! The router, assembled in one place: the MCP endpoint, its
-//! protected-resource metadata, the health and status routes, and the demo
-//! backend when enabled.
+//! protected-resource metadata, the health routes (always open, for
+//! probes), the operator's routes (`/status`, `/metrics`: only for the
+//! admin scope once `[auth]` is configured) and the demo backend (while
+//! it is wanted).
 
 use crate::auth::resource::{self, METADATA_PATH};
 use crate::gateway::Gateway;
 use crate::mcp::http;
+use crate::settings::DemoBackend;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use std::sync::Arc;
 
@@ -27,11 +31,21 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             get(resource::metadata),
         )
         .route("/healthz", get(http::healthz))
-        .route("/readyz", get(http::readyz))
+        .route("/readyz", get(http::readyz));
+    let operator = Router::new()
         .route("/status", get(crate::status::status))
-        .route("/metrics", get(crate::status::metrics));
-    if gateway.settings.demo_backend {
-        router = router.nest("/demo", crate::demo::router());
+        .route("/metrics", get(crate::status::metrics))
+        .route_layer(from_fn_with_state(
+            gateway.clone(),
+            crate::status::admin_only,
+        ));
+    router = router.merge(operator);
+    if gateway.settings.demo_backend != DemoBackend::Off {
+        let demo = crate::demo::router().layer(from_fn_with_state(
+            gateway.clone(),
+            crate::demo::only_when_wanted,
+        ));
+        router = router.nest("/demo", demo);
     }
     router
         .layer(DefaultBodyLimit::max(limit))

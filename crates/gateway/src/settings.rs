@@ -79,8 +79,8 @@ pub struct Settings {
     /// cannot take the descriptors backend calls and reloads need. Default
     /// half the open-files limit (`open_files`).
     pub max_connections: usize,
-    /// Serve the built-in demo backend under `/demo`.
-    pub demo_backend: bool,
+    /// Whether the built-in demo backend answers under `/demo`.
+    pub demo_backend: DemoBackend,
     /// Identity verification; `None`: everything is public.
     pub auth: Option<AuthSettings>,
 }
@@ -104,6 +104,20 @@ pub struct AuthSettings {
     /// Authorization servers the metadata lists. Default: the JWT issuer.
     #[serde(default)]
     pub authorization_servers: Vec<String>,
+    /// The scope (of a verified JWT or a configured API key) that opens
+    /// `/status` and `/metrics`. Default [`DEFAULT_ADMIN_SCOPE`].
+    pub admin_scope: Option<String>,
+}
+
+/// The scope that opens `/status` and `/metrics` when `[auth]` is
+/// configured and `auth.admin_scope` is not.
+pub const DEFAULT_ADMIN_SCOPE: &str = "sezzlee:admin";
+
+impl AuthSettings {
+    /// The scope that opens `/status` and `/metrics`.
+    pub fn admin_scope(&self) -> &str {
+        self.admin_scope.as_deref().unwrap_or(DEFAULT_ADMIN_SCOPE)
+    }
 }
 
 /// `[auth.jwt]`.
@@ -162,6 +176,53 @@ pub enum LogFormat {
     Json,
 }
 
+/// When the built-in demo backend answers under `/demo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DemoBackend {
+    /// While the served catalog has a document whose backend is the demo
+    /// (`baseUrl: ${SEZZLEE_SELF}/demo`, as the shipped catalog's is).
+    #[default]
+    Auto,
+    /// Always.
+    On,
+    /// Never.
+    Off,
+}
+
+impl std::str::FromStr for DemoBackend {
+    type Err = String;
+
+    /// `auto`, `on` (or `true`), `off` (or `false`).
+    fn from_str(text: &str) -> Result<DemoBackend, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(DemoBackend::Auto),
+            "on" | "true" => Ok(DemoBackend::On),
+            "off" | "false" => Ok(DemoBackend::Off),
+            _ => Err(format!(
+                "demo backend '{text}' is not auto, on (true) or off (false)"
+            )),
+        }
+    }
+}
+
+/// `demo_backend` in `sezzlee.toml`: `"auto"`, `"on"`, `"off"`, or a
+/// boolean.
+impl<'de> Deserialize<'de> for DemoBackend {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Given {
+            Flag(bool),
+            Word(String),
+        }
+        match Given::deserialize(deserializer)? {
+            Given::Flag(true) => Ok(DemoBackend::On),
+            Given::Flag(false) => Ok(DemoBackend::Off),
+            Given::Word(word) => word.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WatchMode {
@@ -198,7 +259,7 @@ impl Default for Settings {
             serve_threads: std::thread::available_parallelism().map_or(1, usize::from),
             max_connections: crate::open_files::default_max_connections(),
             header_read_timeout: Duration::from_secs(30),
-            demo_backend: true,
+            demo_backend: DemoBackend::Auto,
             auth: None,
         }
     }
@@ -230,7 +291,7 @@ pub struct FileSettings {
     pub header_read_timeout_ms: Option<u64>,
     pub serve_threads: Option<usize>,
     pub max_connections: Option<usize>,
-    pub demo_backend: Option<bool>,
+    pub demo_backend: Option<DemoBackend>,
     pub auth: Option<AuthSettings>,
 }
 
@@ -259,7 +320,7 @@ pub struct Overrides {
     pub shutdown_drain_ms: Option<u64>,
     pub serve_threads: Option<usize>,
     pub max_connections: Option<usize>,
-    pub demo_backend: Option<bool>,
+    pub demo_backend: Option<DemoBackend>,
 }
 
 impl Settings {
@@ -505,6 +566,34 @@ mod tests {
                 threads
             );
         }
+    }
+
+    #[test]
+    fn the_demo_backend_is_auto_unless_told_and_takes_words_or_booleans() {
+        assert_eq!(Settings::default().demo_backend, DemoBackend::Auto);
+        for (text, expected) in [
+            ("auto", DemoBackend::Auto),
+            ("on", DemoBackend::On),
+            ("true", DemoBackend::On),
+            ("OFF", DemoBackend::Off),
+            ("false", DemoBackend::Off),
+        ] {
+            assert_eq!(text.parse::<DemoBackend>(), Ok(expected), "{text}");
+        }
+        assert!("yes".parse::<DemoBackend>().unwrap_err().contains("yes"));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sezzlee.toml");
+        for (line, expected) in [
+            ("demo_backend = false", DemoBackend::Off),
+            ("demo_backend = true", DemoBackend::On),
+            ("demo_backend = \"auto\"", DemoBackend::Auto),
+        ] {
+            std::fs::write(&file, line).unwrap();
+            let s = Settings::resolve(&Overrides::default(), Some(&file)).unwrap();
+            assert_eq!(s.demo_backend, expected, "{line}");
+        }
+        std::fs::write(&file, "demo_backend = \"sometimes\"").unwrap();
+        assert!(Settings::resolve(&Overrides::default(), Some(&file)).is_err());
     }
 
     #[test]

@@ -3,12 +3,18 @@
 //! Status is JSON for people and scripts (generation, documents, tool
 //! counts, diagnostics, the last reload, open listen streams, the async
 //! runtimes' workers and alive tasks); metrics are the same numbers in
-//! Prometheus text format. Neither ever shows a secret.
+//! Prometheus text format. Neither ever shows a secret, but both show the
+//! operator's business (file names, diagnostics, the auth setup, traffic
+//! per tool): with `[auth]` configured they answer only a credential with
+//! the admin scope ([`admin_only`]); without it they are as open as the
+//! MCP endpoint.
 
+use crate::auth::resource;
 use crate::gateway::Gateway;
 use crate::reply::json_response;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sezzlee_catalog::Severity;
@@ -16,6 +22,24 @@ use std::fmt::Write;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
+/// Lets a request through to `/status` or `/metrics` only when the
+/// caller may read them (`Authenticator::admin_access`); else `401` with
+/// the MCP endpoint's challenge, or `403` for a verified caller without
+/// the admin scope.
+pub async fn admin_only(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    request: Request,
+    next: Next,
+) -> Response {
+    let caller = gateway.auth.caller(&headers).await;
+    match gateway.auth.admin_access(&caller, &headers) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => resource::admin_refusal(&gateway, &headers, refusal),
+    }
+}
+
+/// `GET /status`: the served catalog and the process, as JSON.
 pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
     let served = gateway.store.current();
     let catalog = &served.catalog;
@@ -68,6 +92,7 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
     )
 }
 
+/// `GET /metrics`: the same figures and the calls, as Prometheus text.
 pub async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
     let served = gateway.store.current();
     let catalog = &served.catalog;

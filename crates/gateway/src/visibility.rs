@@ -11,8 +11,11 @@
 //! (`http basic` and other HTTP schemes, `mutualTLS`, an unknown or
 //! undefined scheme, a key header it does not know) leaves the tool
 //! *uncertain* for a caller presenting such a credential. With no `[auth]`
-//! configured the whole catalog is public. A hidden tool is
-//! indistinguishable from a nonexistent one everywhere.
+//! configured the catalog is public but for the tools under a named
+//! policy: a policy is the catalog owner's own word that a tool is for
+//! some callers only, so it fails closed, and with no way to verify a
+//! caller nobody sees them. A hidden tool is indistinguishable from a
+//! nonexistent one everywhere.
 
 use serde_json::{Map, Value};
 use sezzlee_catalog::Tool;
@@ -220,9 +223,11 @@ impl Caller {
         }
     }
 
-    /// Whether the caller sees every tool without evaluating rules.
-    pub fn sees_everything(&self) -> bool {
-        !self.rules_apply
+    /// Whether the caller sees every tool of a catalog without evaluating
+    /// rules: no `[auth]` is configured and no tool is under a named
+    /// policy (`has_policy`), which hides a tool even then.
+    pub fn sees_everything(&self, has_policy: bool) -> bool {
+        !self.rules_apply && !has_policy
     }
 
     /// How this caller sees `tool`.
@@ -232,8 +237,17 @@ impl Caller {
 
     /// How this caller sees tools under `rule`.
     pub fn view_rule(&self, rule: &Rule) -> View {
-        if !self.rules_apply || *rule == Rule::Public {
+        if *rule == Rule::Public {
             return View::Visible { uncertain: false };
+        }
+        if !self.rules_apply {
+            // No `[auth]`: OpenAPI security requirements hide nothing (the
+            // backend asks for its credentials), but nobody can satisfy a
+            // named policy, so its tools stay hidden.
+            return match rule {
+                Rule::Policy(_) => View::Hidden,
+                _ => View::Visible { uncertain: false },
+            };
         }
         let meets = match rule {
             Rule::Public => Meets::Yes,
@@ -362,6 +376,23 @@ mod tests {
         let shown = format!("{caller:?}");
         assert!(shown.contains("authorization"), "{shown}");
         assert!(!shown.contains("secret-token-value"), "{shown}");
+    }
+
+    #[test]
+    fn without_auth_only_named_policies_hide_tools() {
+        let caller = Caller::anonymous();
+        assert!(!caller.rules_apply);
+        let admins = Rule::Policy(Policy {
+            any_scope: vec!["admin".to_string()],
+            ..Policy::default()
+        });
+        let oauth = Rule::Security(vec![vec![(Scheme::Bearer, vec!["admin".to_string()])]]);
+        let visible = View::Visible { uncertain: false };
+        assert_eq!(caller.view_rule(&Rule::Public), visible);
+        assert_eq!(caller.view_rule(&oauth), visible);
+        assert_eq!(caller.view_rule(&admins), View::Hidden);
+        assert!(caller.sees_everything(false));
+        assert!(!caller.sees_everything(true));
     }
 
     #[test]

@@ -12,8 +12,10 @@
 //! the wrong type, oversized) counts as no credential, unless
 //! `auth.required` is on: then it is refused with `invalid_token`
 //! ([`resource`] writes the challenge and the protected-resource
-//! metadata). Secrets come only from the environment or files, and
-//! neither they nor tokens are ever logged.
+//! metadata). With `[auth]` configured, `/status` and `/metrics` answer
+//! only a credential carrying `auth.admin_scope` ([`AdminRefusal`]).
+//! Secrets come only from the environment or files, and neither they nor
+//! tokens are ever logged.
 
 pub mod keys;
 pub mod provider;
@@ -45,6 +47,18 @@ pub struct Authenticator {
     /// `auth.resource`, `auth.authorization_servers` (or the issuer).
     resource: Option<String>,
     authorization_servers: Vec<String>,
+    /// `auth.admin_scope`: what opens `/status` and `/metrics`.
+    admin_scope: String,
+}
+
+/// Why a caller may not read the operator's routes (`/status`,
+/// `/metrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminRefusal {
+    /// No verified credential: `401` with the challenge.
+    Unauthenticated(resource::Refusal),
+    /// A verified credential without the admin scope: `403`.
+    InsufficientScope,
 }
 
 struct JwtVerifier {
@@ -102,6 +116,7 @@ impl Authenticator {
             api_keys: Vec::new(),
             resource: None,
             authorization_servers: Vec::new(),
+            admin_scope: crate::settings::DEFAULT_ADMIN_SCOPE.to_string(),
         }
     }
 
@@ -160,6 +175,16 @@ impl Authenticator {
                 message: format!("auth.resource: '{resource}' is not an http(s) URL"),
             });
         }
+        let admin_scope = settings.admin_scope();
+        if !is_scope_token(admin_scope) {
+            return Err(ConfigError::Value {
+                setting: "auth.admin_scope",
+                message: format!(
+                    "auth.admin_scope: '{admin_scope}' is not one OAuth scope (visible ASCII, \
+                     no space, quote or backslash)"
+                ),
+            });
+        }
         let mut authorization_servers = settings.authorization_servers.clone();
         if authorization_servers.is_empty()
             && let Some(issuer) = settings.jwt.as_ref().and_then(|jwt| jwt.issuer.clone())
@@ -173,6 +198,7 @@ impl Authenticator {
             api_keys,
             resource: settings.resource.clone(),
             authorization_servers,
+            admin_scope: admin_scope.to_string(),
         })
     }
 
@@ -322,16 +348,31 @@ impl Authenticator {
         if !self.required || caller.credential == Credential::Verified {
             return None;
         }
-        let bearer = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|text| text.split_once(' '))
-            .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"));
-        Some(if caller.credential == Credential::Rejected || bearer {
-            resource::Refusal::InvalidToken
+        Some(refusal_of(caller, headers))
+    }
+
+    /// The scope that opens `/status` and `/metrics`.
+    pub fn admin_scope(&self) -> &str {
+        &self.admin_scope
+    }
+
+    /// Whether `caller` may read `/status` and `/metrics`: anyone without
+    /// `[auth]` (the MCP endpoint is open then too), else only a verified
+    /// JWT or configured API key carrying the admin scope. They show the
+    /// catalog's files and diagnostics, the auth setup and the traffic,
+    /// which are the operator's, not every caller's.
+    pub fn admin_access(&self, caller: &Caller, headers: &HeaderMap) -> Result<(), AdminRefusal> {
+        if !self.configured {
+            return Ok(());
+        }
+        if caller.credential != Credential::Verified {
+            return Err(AdminRefusal::Unauthenticated(refusal_of(caller, headers)));
+        }
+        if caller.scopes.contains(&self.admin_scope) {
+            Ok(())
         } else {
-            resource::Refusal::NoCredential
-        })
+            Err(AdminRefusal::InsufficientScope)
+        }
     }
 
     /// What `/status` shows of authentication.
@@ -340,6 +381,7 @@ impl Authenticator {
             "configured": self.configured,
             "required": self.required,
             "apiKeys": self.api_keys.len(),
+            "adminScope": self.configured.then_some(&self.admin_scope),
             "jwt": self.jwt.as_ref().map(|jwt| json!({
                 "configuredKeys": jwt.fixed.len(),
                 "issuer": jwt.issuer,
@@ -524,6 +566,31 @@ fn jwt_file_error(path: &std::path::Path, detail: String) -> ConfigError {
         path: path.to_path_buf(),
         message: format!("auth.jwt: {detail}"),
     }
+}
+
+/// Why a caller without a verified credential is refused: a bearer
+/// token that is not verified (invalid, or opaque) is an invalid token;
+/// anything else is no credential.
+fn refusal_of(caller: &Caller, headers: &HeaderMap) -> resource::Refusal {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.split_once(' '))
+        .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"));
+    if caller.credential == Credential::Rejected || bearer {
+        resource::Refusal::InvalidToken
+    } else {
+        resource::Refusal::NoCredential
+    }
+}
+
+/// One OAuth scope token (RFC 6749 §3.3): it can stand in a
+/// `WWW-Authenticate` `scope="…"` as it is.
+fn is_scope_token(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope
+            .bytes()
+            .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b))
 }
 
 /// `scope` (space separated) or `scp` (array or string).

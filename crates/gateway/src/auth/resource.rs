@@ -1,6 +1,7 @@
 //! The gateway as an OAuth protected resource (RFC 9728, as the MCP
 //! authorization spec asks): its metadata document, and the `401`
-//! challenge that points clients to it.
+//! challenge that points clients to it (also what `/status` and
+//! `/metrics` answer a caller who is not the operator).
 //!
 //! MCP clients learn how to obtain a token from a `401` whose
 //! `WWW-Authenticate: Bearer resource_metadata="…"` names
@@ -9,6 +10,7 @@
 //! (recomputed from the snapshot on every request, so a reload that adds a
 //! scope shows at once).
 
+use super::AdminRefusal;
 use crate::gateway::Gateway;
 use crate::mcp::jsonrpc::{INVALID_REQUEST, RpcError};
 use crate::reply::json_response;
@@ -60,8 +62,60 @@ pub fn metadata_url(resource: &str) -> String {
 
 /// `401` with the challenge (RFC 6750 §3, RFC 9728 §5.1).
 pub fn challenge(gateway: &Gateway, headers: &HeaderMap, refusal: Refusal) -> Response {
+    let (value, message) = challenge_of(gateway, headers, refusal);
+    let body = RpcError::new(StatusCode::UNAUTHORIZED, INVALID_REQUEST, message).body(None);
+    with_challenge(json_response(StatusCode::UNAUTHORIZED, &body), &value)
+}
+
+/// The refusal of an operator's route (`/status`, `/metrics`): `401`
+/// with the MCP endpoint's challenge when no credential was verified,
+/// `403` with `error="insufficient_scope"` and the admin scope when one
+/// was but lacks that scope (RFC 6750 §3.1). The body is plain JSON, not
+/// JSON-RPC: these routes are not MCP.
+pub fn admin_refusal(gateway: &Gateway, headers: &HeaderMap, refusal: AdminRefusal) -> Response {
+    let scope = gateway.auth.admin_scope();
+    let (status, value, message) = match refusal {
+        AdminRefusal::Unauthenticated(refusal) => {
+            let (value, _) = challenge_of(gateway, headers, refusal);
+            let message = match refusal {
+                Refusal::NoCredential => {
+                    format!("Unauthorized: this route needs a credential with the scope {scope}")
+                }
+                Refusal::InvalidToken => {
+                    "Unauthorized: the access token is invalid or expired".to_string()
+                }
+            };
+            (StatusCode::UNAUTHORIZED, value, message)
+        }
+        AdminRefusal::InsufficientScope => {
+            let metadata = metadata_url(&resource_url(gateway, headers));
+            (
+                StatusCode::FORBIDDEN,
+                format!(
+                    "Bearer resource_metadata=\"{metadata}\", error=\"insufficient_scope\", \
+                     scope=\"{scope}\""
+                ),
+                format!("Forbidden: this route needs a credential with the scope {scope}"),
+            )
+        }
+    };
+    let code = if status == StatusCode::FORBIDDEN {
+        "insufficient_scope"
+    } else {
+        "unauthorized"
+    };
+    let body = json!({"error": code, "message": message});
+    with_challenge(json_response(status, &body), &value)
+}
+
+/// The `WWW-Authenticate` value of a refusal, and its message.
+fn challenge_of(
+    gateway: &Gateway,
+    headers: &HeaderMap,
+    refusal: Refusal,
+) -> (String, &'static str) {
     let metadata = metadata_url(&resource_url(gateway, headers));
-    let (value, message) = match refusal {
+    match refusal {
         Refusal::NoCredential => (
             format!("Bearer resource_metadata=\"{metadata}\""),
             "Unauthorized: this gateway requires a credential",
@@ -73,10 +127,11 @@ pub fn challenge(gateway: &Gateway, headers: &HeaderMap, refusal: Refusal) -> Re
             ),
             "Unauthorized: the access token is invalid or expired",
         ),
-    };
-    let body = RpcError::new(StatusCode::UNAUTHORIZED, INVALID_REQUEST, message).body(None);
-    let mut response = json_response(StatusCode::UNAUTHORIZED, &body);
-    if let Ok(value) = HeaderValue::from_str(&value) {
+    }
+}
+
+fn with_challenge(mut response: Response, value: &str) -> Response {
+    if let Ok(value) = HeaderValue::from_str(value) {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, value);

@@ -92,6 +92,9 @@ pub struct Prepared {
     /// Every tool embedded by the search model, when one is loaded
     /// (rows of unchanged tools taken from the previous snapshot's).
     pub vectors: Option<ToolVectors>,
+    /// Whether a tool's backend is the built-in demo (`demo_backend`
+    /// `auto` serves `/demo` only then).
+    pub uses_demo_backend: bool,
 }
 
 /// A tool's compiled inputSchema, once compiled.
@@ -171,7 +174,14 @@ impl Prepared {
             )
             .collect();
         let (rules, rule_of) = rules_of(tools, &same, earlier.map(|(_, prepared)| prepared));
+        let uses_demo_backend = tools.iter().any(|tool| {
+            tool.operation
+                .base_url
+                .as_deref()
+                .is_some_and(crate::demo::is_demo_base_url)
+        });
         Prepared {
+            uses_demo_backend,
             rules,
             rule_of,
             cards,
@@ -185,6 +195,14 @@ impl Prepared {
     /// Whether every tool is public (no rule to evaluate per caller).
     pub fn all_public(&self) -> bool {
         self.rules.iter().all(|rule| *rule == Rule::Public)
+    }
+
+    /// Whether some tool is under a named policy (which a caller must
+    /// satisfy even when no `[auth]` is configured).
+    pub fn has_policy(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|rule| matches!(rule, Rule::Policy(_)))
     }
 
     /// The compiled inputSchema of tool `index` (compiled once, then shared).

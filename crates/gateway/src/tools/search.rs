@@ -89,14 +89,15 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
     let prepared = &served.prepared;
     // Rules are evaluated once per distinct rule, not once per tool; the
     // per-rule views are also what the cache knows the caller by.
-    let rule_views: Option<Vec<View>> =
-        (!context.caller.sees_everything() && !prepared.all_public()).then(|| {
-            prepared
-                .rules
-                .iter()
-                .map(|rule| context.caller.view_rule(rule))
-                .collect()
-        });
+    let rule_views: Option<Vec<View>> = (!context.caller.sees_everything(prepared.has_policy())
+        && !prepared.all_public())
+    .then(|| {
+        prepared
+            .rules
+            .iter()
+            .map(|rule| context.caller.view_rule(rule))
+            .collect()
+    });
     let mut tags = request.tags.clone();
     tags.sort();
     tags.dedup();
