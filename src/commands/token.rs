@@ -36,6 +36,14 @@ pub fn run(request: &TokenRequest) -> ExitCode {
 pub fn mint(request: &TokenRequest) -> Result<String, String> {
     let secret = std::env::var(&request.secret_env)
         .map_err(|_| format!("environment variable {} is not set", request.secret_env))?;
+    let minimum = sezzlee_gateway::auth::MIN_HS256_SECRET_BYTES;
+    if secret.len() < minimum {
+        return Err(format!(
+            "the HS256 secret in {} is {} bytes; at least {minimum} are required (RFC 7518 §3.2), and the gateway refuses a shorter one. Make one with `openssl rand -hex 32`",
+            request.secret_env,
+            secret.len()
+        ));
+    }
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_err(|e| e.to_string())?

@@ -22,7 +22,10 @@ use sezzlee_gateway::settings::{AuthSettings, JwtSettings};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Once};
 
-const JWT_SECRET: (&str, &str) = ("SEZZLEE_CREDS_JWT_3B9A", "creds-jwt-secret-51c2e7");
+const JWT_SECRET: (&str, &str) = (
+    "SEZZLEE_CREDS_JWT_3B9A",
+    "creds-jwt-secret-51c2e7-a90f3b6d84e2c1",
+);
 const CLIENT_SECRET: (&str, &str) = ("SEZZLEE_CREDS_CLIENT_3B9A", "client secret/with:odd&chars");
 const UNSET_SECRET: &str = "SEZZLEE_CREDS_UNSET_3B9A";
 const GATEWAY_AUDIENCE: &str = "https://gateway.example/mcp";

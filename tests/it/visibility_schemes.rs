@@ -14,7 +14,10 @@ use sezzlee_gateway::settings::{ApiKeySettings, AuthSettings, JwtSettings};
 use std::collections::BTreeMap;
 use std::sync::Once;
 
-const SECRET: (&str, &str) = ("SEZZLEE_MATRIX_JWT_7C1D", "matrix-secret-5b0e0a3c2f");
+const SECRET: (&str, &str) = (
+    "SEZZLEE_MATRIX_JWT_7C1D",
+    "matrix-secret-5b0e0a3c2f-7d18e4b2c96a",
+);
 const KEY: (&str, &str) = ("SEZZLEE_MATRIX_KEY_7C1D", "matrix-key-9f4e2d71a8");
 
 fn init() {

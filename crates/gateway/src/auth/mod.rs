@@ -32,6 +32,11 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The shortest HS256 secret accepted, in bytes: RFC 7518 §3.2 requires a
+/// key of at least the hash's size (256 bits); a shorter one can be guessed
+/// offline from any token it signed.
+pub const MIN_HS256_SECRET_BYTES: usize = 32;
+
 /// The longest bearer token looked at; a longer one is invalid (real
 /// access tokens are a few KiB).
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
@@ -259,7 +264,11 @@ impl Authenticator {
             }
         }
         if caller.api_key.is_none() && !caller.rejected_key_headers.is_empty() {
-            tracing::debug!("API key not recognised; treated as no credential");
+            tracing::info!(
+                target: "sezzlee::auth",
+                headers = ?caller.rejected_key_headers,
+                "API key not recognised; treated as no credential"
+            );
             rejected = true;
         }
         if let Some(authorization) = headers.get(header::AUTHORIZATION) {
@@ -269,11 +278,17 @@ impl Authenticator {
             let (scheme, token) = text.split_once(' ').unwrap_or((text, ""));
             match scheme {
                 "" => {
-                    tracing::debug!("unreadable Authorization header; treated as no credential");
+                    tracing::info!(
+                        target: "sezzlee::auth",
+                        "unreadable Authorization header; treated as no credential"
+                    );
                     rejected = true;
                 }
                 _ if scheme.eq_ignore_ascii_case("bearer") && token.trim().is_empty() => {
-                    tracing::debug!("bearer scheme without a token; treated as no credential");
+                    tracing::info!(
+                        target: "sezzlee::auth",
+                        "bearer scheme without a token; treated as no credential"
+                    );
                     rejected = true;
                 }
                 _ if scheme.eq_ignore_ascii_case("bearer") => {
@@ -321,7 +336,8 @@ impl Authenticator {
             return Bearer::Unverifiable;
         };
         if token.len() > MAX_TOKEN_BYTES {
-            tracing::debug!(
+            tracing::info!(
+                target: "sezzlee::auth",
                 bytes = token.len(),
                 "bearer token longer than {MAX_TOKEN_BYTES} bytes; treated as no credential"
             );
@@ -334,7 +350,10 @@ impl Authenticator {
         match jwt.verify(token).await {
             Ok(claims) => Bearer::Verified(claims),
             Err(why) => {
-                tracing::debug!("bearer token rejected ({why}); treated as no credential");
+                tracing::info!(
+                    target: "sezzlee::auth",
+                    "bearer token rejected ({why}); treated as no credential"
+                );
                 Bearer::Invalid
             }
         }
@@ -472,6 +491,12 @@ fn load_jwt(settings: &JwtSettings) -> Result<JwtVerifier, ConfigError> {
                 "auth.jwt: environment variable {variable} is empty"
             )));
         }
+        if secret.len() < MIN_HS256_SECRET_BYTES {
+            return Err(variable_error(format!(
+                "auth.jwt: the HS256 secret in {variable} is {} bytes; at least {MIN_HS256_SECRET_BYTES} are required (RFC 7518 §3.2: a key as long as the hash). Make one with `openssl rand -hex 32`",
+                secret.len()
+            )));
+        }
         let key = jsonwebtoken::DecodingKey::from_secret(secret.as_bytes())
             .map_err(|e| variable_error(format!("auth.jwt: HS256 secret: {e}")))?;
         fixed.keys.push(VerifyingKey {
@@ -577,7 +602,11 @@ fn refusal_of(caller: &Caller, headers: &HeaderMap) -> resource::Refusal {
         .and_then(|value| value.to_str().ok())
         .and_then(|text| text.split_once(' '))
         .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"));
-    if caller.credential == Credential::Rejected || bearer {
+    if bearer {
+        resource::Refusal::InvalidToken
+    } else if !caller.rejected_key_headers.is_empty() {
+        resource::Refusal::UnknownApiKey
+    } else if caller.credential == Credential::Rejected {
         resource::Refusal::InvalidToken
     } else {
         resource::Refusal::NoCredential

@@ -32,6 +32,9 @@ pub enum Refusal {
     NoCredential,
     /// A bearer token that is invalid, expired or cannot be verified.
     InvalidToken,
+    /// An API key header whose value is no configured key (and no bearer
+    /// token): said as such, not as an expired token.
+    UnknownApiKey,
 }
 
 /// The canonical URL of the MCP endpoint: `auth.resource`, else from the
@@ -63,6 +66,7 @@ pub fn metadata_url(resource: &str) -> String {
 /// `401` with the challenge (RFC 6750 §3, RFC 9728 §5.1).
 pub fn challenge(gateway: &Gateway, headers: &HeaderMap, refusal: Refusal) -> Response {
     let (value, message) = challenge_of(gateway, headers, refusal);
+    tracing::info!(target: "sezzlee::auth", status = 401, "request refused: {message}");
     let body = RpcError::new(StatusCode::UNAUTHORIZED, INVALID_REQUEST, message).body(None);
     with_challenge(json_response(StatusCode::UNAUTHORIZED, &body), &value)
 }
@@ -84,6 +88,9 @@ pub fn admin_refusal(gateway: &Gateway, headers: &HeaderMap, refusal: AdminRefus
                 Refusal::InvalidToken => {
                     "Unauthorized: the access token is invalid or expired".to_string()
                 }
+                Refusal::UnknownApiKey => {
+                    "Unauthorized: the API key is not one this gateway knows".to_string()
+                }
             };
             (StatusCode::UNAUTHORIZED, value, message)
         }
@@ -104,6 +111,11 @@ pub fn admin_refusal(gateway: &Gateway, headers: &HeaderMap, refusal: AdminRefus
     } else {
         "unauthorized"
     };
+    tracing::info!(
+        target: "sezzlee::auth",
+        status = status.as_u16(),
+        "operator route refused: {message}"
+    );
     let body = json!({"error": code, "message": message});
     with_challenge(json_response(status, &body), &value)
 }
@@ -126,6 +138,10 @@ fn challenge_of(
                  error_description=\"The access token is invalid or expired\""
             ),
             "Unauthorized: the access token is invalid or expired",
+        ),
+        Refusal::UnknownApiKey => (
+            format!("Bearer resource_metadata=\"{metadata}\""),
+            "Unauthorized: the API key is not one this gateway knows",
         ),
     }
 }
