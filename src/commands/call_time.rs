@@ -9,6 +9,7 @@
 //! These are warnings of `check` alone, not catalog diagnostics: whether a
 //! variable is set is a fact of the process that runs, not of the files.
 
+use super::plural;
 use sezzlee_catalog::diagnostics::Diagnostic;
 use sezzlee_catalog::{Catalog, Tool};
 use sezzlee_gateway::backend::SELF_VARIABLE;
@@ -107,11 +108,6 @@ fn referenced_variables(text: &str) -> Vec<String> {
         rest = &after[end + 1..];
     }
     names
-}
-
-/// `one` for 1, else `many`.
-pub fn plural<'w>(count: usize, one: &'w str, many: &'w str) -> &'w str {
-    if count == 1 { one } else { many }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! owner sees what agents will load. `--emit` prints every tool definition
 //! as a JSON line so changes can be diffed.
 
+use super::plural;
 use serde_json::{Value, json};
 use sezzlee_catalog::{BuildOptions, Catalog, Sources, Tool};
 use std::collections::BTreeMap;
@@ -33,10 +34,12 @@ pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
     let warnings = catalog.warnings() + call_time.len();
     diagnostics.extend(call_time);
     diagnostics.sort_by(|a, b| (&a.file, &a.pointer).cmp(&(&b.file, &b.pointer)));
-    let stderr = std::io::stderr();
-    let mut report = stderr.lock();
-    for diagnostic in &diagnostics {
-        let _ = writeln!(report, "{diagnostic}");
+    {
+        let stderr = std::io::stderr();
+        let mut diagnostics_out = stderr.lock();
+        for diagnostic in &diagnostics {
+            let _ = writeln!(diagnostics_out, "{diagnostic}");
+        }
     }
     if emit {
         let stdout = std::io::stdout();
@@ -50,19 +53,29 @@ pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    // The report and the summary are the command's output (stdout); with
+    // `--emit`, stdout is the JSON lines, and they go beside the
+    // diagnostics (stderr).
+    let mut report: Box<dyn Write> = if emit {
+        Box::new(std::io::stderr().lock())
+    } else {
+        Box::new(std::io::stdout().lock())
+    };
     for line in definition_report(&catalog, response_budget) {
         let _ = writeln!(report, "{line}");
     }
     let operations: usize = catalog.documents.iter().map(|d| d.operations).sum();
+    let count = |n: usize, one: &str, many: &str| format!("{n} {}", plural(n, one, many));
     let _ = writeln!(
         report,
-        "{} documents, {} operations, {} tools, {} errors, {} warnings",
-        catalog.documents.len(),
-        operations,
-        catalog.tools().len(),
-        catalog.errors(),
-        warnings
+        "{}, {}, {}, {}, {}",
+        count(catalog.documents.len(), "document", "documents"),
+        count(operations, "operation", "operations"),
+        count(catalog.tools().len(), "tool", "tools"),
+        count(catalog.errors(), "error", "errors"),
+        count(warnings, "warning", "warnings")
     );
+    let _ = report.flush();
     if catalog.errors() > 0 {
         ExitCode::from(1)
     } else {
@@ -96,9 +109,19 @@ fn definition_report(catalog: &Catalog, budget: usize) -> Vec<String> {
         sizes.largest = sizes.largest.max(size);
         sizes.over += usize::from(!tool.loads_within(budget));
     }
+    // A document that builds no tool says so (every operation left out,
+    // or none at all), rather than being missing from the report.
+    for summary in &catalog.documents {
+        by_document.entry(&summary.file).or_default();
+    }
     by_document
         .into_iter()
         .map(|(document, s)| {
+            if s.tools == 0 {
+                return format!(
+                    "{document}: no tools (the diagnostics above say why; a document with no operations has none)"
+                );
+            }
             let over = if s.over > 0 {
                 format!(", {} over the budget of {budget}", s.over)
             } else {
@@ -110,8 +133,13 @@ fn definition_report(catalog: &Catalog, budget: usize) -> Vec<String> {
                 String::new()
             };
             format!(
-                "{document}: {} tools, {} compacted ({} output, {} input{text}), largest definition {} characters{over}",
-                s.tools, s.compacted, s.output, s.input, s.largest
+                "{document}: {} {}, {} compacted ({} output, {} input{text}), largest definition {} characters{over}",
+                s.tools,
+                plural(s.tools, "tool", "tools"),
+                s.compacted,
+                s.output,
+                s.input,
+                s.largest
             )
         })
         .collect()

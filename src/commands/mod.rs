@@ -8,3 +8,8 @@ pub mod client;
 pub mod health;
 pub mod search_tasks;
 pub mod token;
+
+/// `one` for a count of 1, else `many`: "1 tool", "2 tools".
+pub fn plural<'w>(count: usize, one: &'w str, many: &'w str) -> &'w str {
+    if count == 1 { one } else { many }
+}

@@ -73,24 +73,39 @@ fn emitted(output: &Output) -> Vec<Map<String, Value>> {
         .collect()
 }
 
-/// `(documents, operations, tools, errors, warnings)` from the summary line,
-/// which is the last line of stderr.
+/// `(documents, operations, tools, errors, warnings)` from the summary line:
+/// the last line of stdout, or of stderr with `--emit` (whose stdout is
+/// the JSON lines). Each count's word agrees with it ("1 tool", "2 tools").
 fn summary(output: &Output) -> (usize, usize, usize, usize, usize) {
-    let stderr = text(&output.stderr);
-    let line = stderr.lines().last().unwrap_or_default();
+    let stdout = text(&output.stdout);
+    let emitting = stdout.starts_with('{');
+    let stream = if emitting || stdout.is_empty() {
+        text(&output.stderr)
+    } else {
+        stdout
+    };
+    let line = stream.lines().last().unwrap_or_default();
     let words: Vec<&str> = line.split([' ', ',']).filter(|w| !w.is_empty()).collect();
-    let shape = ["documents", "operations", "tools", "errors", "warnings"];
+    let shape = ["document", "operation", "tool", "error", "warning"];
     let numbers: Vec<usize> = words
         .chunks(2)
         .zip(shape)
         .filter_map(|(pair, label)| match pair {
-            [n, word] if *word == label => n.parse().ok(),
+            [n, word] => {
+                let n: usize = n.parse().ok()?;
+                let expected = if n == 1 {
+                    label.to_string()
+                } else {
+                    format!("{label}s")
+                };
+                (*word == expected).then_some(n)
+            }
             _ => None,
         })
         .collect();
     assert!(
         words.len() == 10 && numbers.len() == 5,
-        "the last stderr line is not `N documents, N operations, N tools, N errors, N warnings`: {line:?}"
+        "the summary line is not `N documents, N operations, N tools, N errors, N warnings` with each word agreeing with its count: {line:?}"
     );
     (numbers[0], numbers[1], numbers[2], numbers[3], numbers[4])
 }
@@ -259,16 +274,25 @@ fn a_clean_folder_exits_0_with_the_summary_line() {
     assert_eq!(operations, 3 + 3 + 2, "{stderr}");
     assert_eq!(tools, 8, "{stderr}");
     assert_eq!(errors, 0, "{stderr}");
-    // Every line but the summary is a warning diagnostic, as many as counted.
-    let diagnostics: Vec<&str> = stderr.lines().filter(|l| l.contains('#')).collect();
+    // Every stderr line is a warning diagnostic, as many as counted; the
+    // report and the summary are on stdout.
+    let diagnostics: Vec<&str> = stderr.lines().collect();
     assert_eq!(diagnostics.len(), warnings, "{stderr}");
     assert!(
-        diagnostics.iter().all(|l| l.contains(": warning[")),
+        diagnostics
+            .iter()
+            .all(|l| l.contains('#') && l.contains(": warning[")),
         "{stderr}"
     );
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        stdout.lines().count(),
+        3 + 1,
+        "a report line per document and the summary: {stdout}"
+    );
     assert!(
-        output.stdout.is_empty(),
-        "without --emit stdout stays empty"
+        stdout.lines().all(|l| !l.contains(": warning[")),
+        "{stdout}"
     );
 }
 
@@ -531,11 +555,12 @@ fn check_reports_compaction_and_warns_about_definitions_over_the_budget() {
     let dir = folder(&[STRIPE]);
     let output = check(dir.path(), false);
     let stderr = text(&output.stderr);
+    let stdout = text(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let line = stderr
+    let line = stdout
         .lines()
         .find(|line| line.starts_with(&format!("{STRIPE}: ")))
-        .unwrap_or_else(|| panic!("a report line for Stripe: {stderr}"));
+        .unwrap_or_else(|| panic!("a report line for Stripe on stdout: {stdout}"));
     let numbers: Vec<usize> = line
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|n| n.parse().ok())
@@ -561,7 +586,7 @@ fn check_reports_compaction_and_warns_about_definitions_over_the_budget() {
     assert_eq!(tight.status.code(), Some(0), "{stderr}");
     let warned = stderr.matches("warning[definition_too_large]").count();
     assert!(warned > 0, "{stderr}");
-    let line = stderr
+    let line = text(&tight.stdout)
         .lines()
         .find(|line| line.starts_with(&format!("{STRIPE}: ")))
         .unwrap();
@@ -646,4 +671,42 @@ fn check_warns_of_what_would_fail_when_invoked() {
     let output = run(Some("set"));
     let stderr = text(&output.stderr);
     assert!(!stderr.contains("unset_variable"), "{stderr}");
+}
+
+/// Issue 29, item 8: a document that builds no tool says so in the report,
+/// counts agree with their words ("1 document"), and a `$ref` to a
+/// component that is not there suggests the close name that is.
+#[test]
+fn check_says_what_a_document_built_and_suggests_a_close_ref() {
+    let dir = tempfile::tempdir().unwrap();
+    let document = serde_json::json!({
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/a": {"get": {"operationId": "getA", "responses": {"200": {
+            "description": "ok",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Custmer"}}}
+        }}}}},
+        "components": {"schemas": {"Customer": {"type": "object"}}}
+    });
+    std::fs::write(dir.path().join("typo.json"), document.to_string()).unwrap();
+    let output = check(dir.path(), false);
+    let stderr = text(&output.stderr);
+    let stdout = text(&output.stdout);
+    assert!(
+        stderr.contains("did you mean '#/components/schemas/Customer'?"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("typo.json: no tools")),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("1 document, 1 operation, 0 tools, "),
+        "{stdout}"
+    );
+    summary(&output);
 }

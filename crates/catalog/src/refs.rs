@@ -159,8 +159,10 @@ impl<'a> Resolver<'a> {
         let pointer = percent_decode_str(fragment)
             .decode_utf8_lossy()
             .into_owned();
-        let value =
-            lookup(root, &pointer).ok_or_else(|| format!("'{reference}' points to nothing"))?;
+        let value = lookup(root, &pointer).ok_or_else(|| match near_miss(root, &pointer) {
+            Some(close) => format!("'{reference}' points to nothing; did you mean '#{close}'?"),
+            None => format!("'{reference}' points to nothing"),
+        })?;
         Ok(Resolved {
             target: RefTarget { file, pointer },
             value,
@@ -235,9 +237,70 @@ pub fn lookup<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
     Some(current)
 }
 
+/// For a pointer that finds nothing: the same pointer with its first
+/// missing segment replaced by the closest key of the object that is there
+/// (same letters in another case, or a few edits away), when one is close
+/// enough to be a typo.
+fn near_miss(root: &Value, pointer: &str) -> Option<String> {
+    let rest = pointer.strip_prefix('/')?;
+    let segments: Vec<String> = rest
+        .split('/')
+        .map(|raw| raw.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let mut current = root;
+    for (at, segment) in segments.iter().enumerate() {
+        let map = current.as_object()?;
+        if let Some(next) = map.get(segment) {
+            current = next;
+            continue;
+        }
+        let allowed = (segment.chars().count() / 4).clamp(1, 3);
+        let close = map
+            .keys()
+            .map(|key| {
+                let distance = if key.eq_ignore_ascii_case(segment) {
+                    0
+                } else {
+                    strsim::levenshtein(key, segment)
+                };
+                (distance, key)
+            })
+            .filter(|(distance, _)| *distance <= allowed)
+            .min()?
+            .1;
+        let mut fixed: Vec<String> = segments[..at].to_vec();
+        fixed.push(close.clone());
+        fixed.extend(segments[at + 1..].iter().cloned());
+        let escaped: Vec<String> = fixed
+            .iter()
+            .map(|s| s.replace('~', "~0").replace('/', "~1"))
+            .collect();
+        return Some(format!("/{}", escaped.join("/")));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_near_miss_suggests_the_closest_key() {
+        let root = serde_json::json!({"components": {"schemas": {"Customer": {}, "Order": {}}}});
+        assert_eq!(
+            near_miss(&root, "/components/schemas/Custmer").as_deref(),
+            Some("/components/schemas/Customer")
+        );
+        assert_eq!(
+            near_miss(&root, "/components/schemas/customer").as_deref(),
+            Some("/components/schemas/Customer")
+        );
+        assert_eq!(near_miss(&root, "/components/schemas/Invoice"), None);
+        assert_eq!(
+            near_miss(&root, "/components/schema/Order").as_deref(),
+            Some("/components/schemas/Order")
+        );
+    }
     use serde_json::json;
 
     fn files() -> BTreeMap<Arc<str>, Arc<Value>> {
