@@ -82,8 +82,12 @@ enum Command {
         /// Roles (repeat or comma separate).
         #[arg(long, value_delimiter = ',')]
         role: Vec<String>,
+        /// The token's issuer (`iss`); the gateway checks it when
+        /// `[auth.jwt] issuer` is set.
         #[arg(long)]
         issuer: Option<String>,
+        /// The token's audience (`aud`); the gateway checks it when
+        /// `[auth.jwt] audience` is set.
         #[arg(long)]
         audience: Option<String>,
         /// Lifetime in seconds.
@@ -182,7 +186,7 @@ struct ServeArgs {
     #[arg(long, env = "SEZZLEE_OTLP_ENDPOINT")]
     otlp_endpoint: Option<String>,
     /// Share of new traces exported, 0 to 1 (a caller's sampled flag is
-    /// followed) [default: 1].
+    /// followed).
     #[arg(long, env = "SEZZLEE_TRACE_SAMPLE_RATIO", default_value_t = 1.0)]
     trace_sample_ratio: f64,
 }

@@ -45,6 +45,14 @@ async fn exit_codes_separate_success_tool_failure_and_protocol_error() {
     let found = client(url, &["discover"]).await;
     assert_eq!(code(&found), 0, "{found:?}");
     assert!(stdout(&found).contains("era: modern (protocol 2026-07-28)"));
+    // Every version the gateway speaks, the initialize-era ones included
+    // (server/discover lists only the per-request one).
+    assert!(
+        stdout(&found)
+            .contains("supported versions: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26"),
+        "{}",
+        stdout(&found)
+    );
 
     let tools = client(url, &["--json", "tools"]).await;
     assert_eq!(code(&tools), 0);

@@ -15,6 +15,7 @@ use crate::support::{TestGateway, names};
 use serde_json::{Value, json};
 use sezzlee_catalog::semantic::{ModelError, TextModel, ToolVectors};
 use sezzlee_catalog::{Catalog, Sources};
+use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -143,6 +144,15 @@ async fn meaning_finds_what_keywords_miss() {
         Some(64)
     );
     assert_eq!(plain.status().await["searchModel"], Value::Null);
+    // Each file by the digest scripts/fetch-search-model.sh pins for it.
+    for file in ["tokenizer.json", "embeddings.safetensors"] {
+        let bytes = std::fs::read(model.path().join(file)).unwrap();
+        let digest: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(status["searchModel"]["files"][file], digest, "{status}");
+    }
 
     let keywords = json!({"query": "list charges"});
     assert_eq!(

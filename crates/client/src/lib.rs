@@ -354,6 +354,28 @@ impl Client {
         })
     }
 
+    /// The `initialize`-era versions the server speaks: each version this
+    /// client knows is offered in an `initialize` of its own, and counts
+    /// when the server answers with that same version (a session minted
+    /// for the probe is ended with DELETE). `server/discover` lists only
+    /// what the per-request wire serves, so this is how a dual-era server's
+    /// other versions are found. Newest first; empty when none is spoken.
+    pub async fn legacy_versions(&self) -> Vec<String> {
+        let mut spoken = Vec::new();
+        for version in rpc::LEGACY_VERSIONS {
+            let Ok(negotiated) =
+                era::initialize(&self.transport, version, &|| self.next_id()).await
+            else {
+                continue;
+            };
+            let _ = era::end_session(&self.transport, &negotiated).await;
+            if negotiated.protocol_version == version {
+                spoken.push(version.to_string());
+            }
+        }
+        spoken
+    }
+
     /// One request in the negotiated era; the `result` on success.
     pub async fn request(
         &self,

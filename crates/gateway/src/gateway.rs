@@ -83,10 +83,25 @@ impl Gateway {
         let backend = Client::new(settings.max_response_bytes, settings.serve_threads)
             .map_err(StartError::Backend)?;
         let search_model = match &settings.search_model {
-            Some(folder) => Some(Arc::new(
-                TextModel::load(folder).map_err(StartError::SearchModel)?,
-            )),
-            None => None,
+            Some(folder) => {
+                let model = TextModel::load(folder).map_err(StartError::SearchModel)?;
+                let digests: Vec<String> = model
+                    .file_digests()
+                    .iter()
+                    .map(|(file, digest)| format!("{file}={digest}"))
+                    .collect();
+                tracing::info!(
+                    folder = %folder.display(),
+                    dimensions = model.dimensions(),
+                    sha256 = %digests.join(" "),
+                    "search model loaded"
+                );
+                Some(Arc::new(model))
+            }
+            None => {
+                tracing::info!("no search model: search ranks by keywords alone");
+                None
+            }
         };
         let prepared = Prepared::new(&catalog, search_model.as_ref());
         Ok(Arc::new(Gateway {

@@ -135,19 +135,31 @@ impl Reloader {
             released,
         } = swapped;
         let report = steps.report;
-        tracing::info!(
-            generation,
-            tools = steps.tools,
-            scan_ms = steps.scan.as_millis() as u64,
-            files_built = report.files_built,
-            files_reused = report.files_reused,
-            files_ms = report.files.as_millis() as u64,
-            assemble_ms = report.assemble.as_millis() as u64,
-            index_ms = report.index.as_millis() as u64,
-            prepare_ms = steps.prepare.as_millis() as u64,
-            elapsed_ms = steps.elapsed.as_millis() as u64,
-            "catalog reloaded"
-        );
+        if !changed {
+            // A rebuild with nothing an agent can see changed (a file
+            // touched, rewritten with the same content): no news for an
+            // operator, no generation, nothing sent.
+            tracing::debug!(
+                generation,
+                elapsed_ms = steps.elapsed.as_millis() as u64,
+                "catalog rebuilt; nothing an agent can see changed"
+            );
+        }
+        if changed {
+            tracing::info!(
+                generation,
+                tools = steps.tools,
+                scan_ms = steps.scan.as_millis() as u64,
+                files_built = report.files_built,
+                files_reused = report.files_reused,
+                files_ms = report.files.as_millis() as u64,
+                assemble_ms = report.assemble.as_millis() as u64,
+                index_ms = report.index.as_millis() as u64,
+                prepare_ms = steps.prepare.as_millis() as u64,
+                elapsed_ms = steps.elapsed.as_millis() as u64,
+                "catalog reloaded"
+            );
+        }
         // What no request waits on, off the async workers: the effects of
         // the new index's commonest words (its rebuild left them for after
         // the swap; rankings are the same meanwhile, only slower for those
@@ -408,8 +420,8 @@ fn log_diagnostics(before: &Diagnostics, now: &Diagnostics) {
             continue;
         }
         match diagnostic.severity {
-            Severity::Error => tracing::warn!("{diagnostic}"),
-            Severity::Warning => tracing::info!("{diagnostic}"),
+            Severity::Error => tracing::error!("{diagnostic}"),
+            Severity::Warning => tracing::warn!("{diagnostic}"),
         }
     }
     tracing::info!(

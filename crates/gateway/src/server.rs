@@ -103,7 +103,10 @@ pub fn load_checked(settings: Settings) -> Result<(Arc<Gateway>, Sources), ExitC
         return Err(ExitCode::from(2));
     }
     for diagnostic in &served.catalog.diagnostics {
-        tracing::warn!("{diagnostic}");
+        match diagnostic.severity {
+            Severity::Error => tracing::error!("{diagnostic}"),
+            Severity::Warning => tracing::warn!("{diagnostic}"),
+        }
     }
     tracing::info!(
         tools = served.catalog.tools().len(),

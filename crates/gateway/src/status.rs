@@ -16,7 +16,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Value, json};
 use sezzlee_catalog::Severity;
 use std::fmt::Write;
 use std::sync::Arc;
@@ -58,8 +58,15 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
     // Whether search ranks by meaning too, with which model (its files'
     // SHA-256), and what its tool vectors hold.
     let search_model = served.prepared.vectors.as_ref().map(|vectors| {
+        let files: serde_json::Map<String, Value> = vectors
+            .model()
+            .file_digests()
+            .iter()
+            .map(|(file, digest)| (file.to_string(), json!(digest)))
+            .collect();
         json!({
             "sha256": vectors.model().digest(),
+            "files": files,
             "dimensions": vectors.model().dimensions(),
             "tools": vectors.len(),
             "vectorBytes": vectors.heap_bytes(),

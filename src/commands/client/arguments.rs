@@ -58,11 +58,13 @@ pub enum ClientCommand {
     },
     /// sezzlee gateway: search_tools.
     Search {
+        /// Keywords or a sentence; empty lists everything.
         #[arg(default_value = "")]
         query: String,
         /// Tags every result must carry, comma separated.
         #[arg(long, value_delimiter = ',')]
         tags: Vec<String>,
+        /// Most results to return, 1 to 50 [default: the gateway's, 20].
         #[arg(long)]
         limit: Option<u64>,
         /// Full definitions instead of cards.

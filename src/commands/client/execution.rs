@@ -65,7 +65,14 @@ pub(super) async fn execute(args: ClientArgs) -> Result<ExitCode, ClientError> {
 }
 
 async fn discover(client: &Client, json: bool) -> Result<ExitCode, ClientError> {
-    let server = client.discover().await?;
+    let mut server = client.discover().await?;
+    // Every version the server speaks: what discover (or initialize) says,
+    // and the initialize-era versions it answers in kind.
+    for version in client.legacy_versions().await {
+        if !server.supported_versions.contains(&version) {
+            server.supported_versions.push(version);
+        }
+    }
     print_discover(&server, json);
     Ok(ExitCode::SUCCESS)
 }

@@ -40,6 +40,9 @@ pub struct TextModel {
     /// SHA-256 of the two files, hex: which model a log line or status
     /// speaks of.
     digest: String,
+    /// SHA-256 of each file, hex, as `scripts/fetch-search-model.sh` pins
+    /// them: an operator can tell the pinned model from another.
+    file_digests: [(&'static str, String); 2],
 }
 
 impl fmt::Debug for TextModel {
@@ -96,20 +99,22 @@ impl TextModel {
             vectors.extend_from_slice(&quantised);
             scales.push(scale);
         }
+        let hex = |hash: &[u8]| hash.iter().map(|b| format!("{b:02x}")).collect::<String>();
         let mut digest = Sha256::new();
         digest.update(&tokenizer_bytes);
         digest.update(&embeddings_bytes);
-        let digest = digest
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest = hex(&digest.finalize());
+        let file_digests = [
+            (TOKENIZER_FILE, hex(&Sha256::digest(&tokenizer_bytes))),
+            (EMBEDDINGS_FILE, hex(&Sha256::digest(&embeddings_bytes))),
+        ];
         Ok(TextModel {
             tokenizer,
             vectors,
             scales,
             dimensions,
             digest,
+            file_digests,
         })
     }
 
@@ -126,6 +131,12 @@ impl TextModel {
     /// SHA-256 (hex) of the model's files.
     pub fn digest(&self) -> &str {
         &self.digest
+    }
+
+    /// Each file's name and SHA-256 (hex), the digests
+    /// `scripts/fetch-search-model.sh` pins.
+    pub fn file_digests(&self) -> &[(&'static str, String)] {
+        &self.file_digests
     }
 
     /// The unit vector of `text` (its first [`MAX_TEXT_CHARS`] characters):
