@@ -255,8 +255,10 @@ fn reqwest_request(
     })
 }
 
-/// A reqwest call that produced no response: did bytes leave?
+/// A reqwest call that produced no response: did bytes leave? The URL is
+/// left out of the message: its query holds the caller's arguments.
 fn classify(err: reqwest::Error) -> Failure {
+    let err = err.without_url();
     let connect_over_https =
         err.is_connect() && err.url().is_some_and(|url| url.scheme() == "https");
     // A connect timeout is a connection failure: nothing was sent.

@@ -345,20 +345,25 @@ async fn dispatch(
         Err(Failure::Unavailable {
             detail,
             maybe_reached,
-        }) => ToolAnswer::fail(
-            Code::BackendUnavailable,
-            if maybe_reached {
-                format!(
-                    "The connection to the backend failed after the request was sent ({detail}); it may have reached the backend. Retry only if the operation is safe to repeat."
-                )
-            } else {
-                format!(
-                    "The backend could not be reached ({detail}); the request did not reach it. Retry later."
-                )
-            },
-            true,
-            Map::from_iter([("mayHaveReachedBackend".to_string(), json!(maybe_reached))]),
-        ),
+        }) => {
+            // The cause chain of a client library: bounded like any text an
+            // answer quotes.
+            let detail = quoted_up_to(&detail, MAX_PROBLEM_CHARS);
+            ToolAnswer::fail(
+                Code::BackendUnavailable,
+                if maybe_reached {
+                    format!(
+                        "The connection to the backend failed after the request was sent ({detail}); it may have reached the backend. Retry only if the operation is safe to repeat."
+                    )
+                } else {
+                    format!(
+                        "The backend could not be reached ({detail}); the request did not reach it. Retry later."
+                    )
+                },
+                true,
+                Map::from_iter([("mayHaveReachedBackend".to_string(), json!(maybe_reached))]),
+            )
+        }
         Err(Failure::UnknownHost { host }) => ToolAnswer::fail(
             Code::BackendUnavailable,
             format!(
