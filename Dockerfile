@@ -19,6 +19,9 @@ ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
 FROM ${RUST_IMAGE} AS builder
 WORKDIR /build
 COPY . .
+# The commit built, shown by /status and sezzlee_build_info (the build
+# context has no .git): --build-arg SEZZLEE_BUILD_COMMIT=$(git rev-parse HEAD).
+ARG SEZZLEE_BUILD_COMMIT=
 # Without the release profile's line tables the binary is about 28 MB
 # instead of 120 MB; its symbols (function names in backtraces) stay.
 ENV CARGO_PROFILE_RELEASE_DEBUG=0

@@ -1159,6 +1159,64 @@ async fn a_sidecar_revision_below_one_is_refused_on_reload() {
     live.assert_matches_folder();
 }
 
+/// `/metrics` counts `refused` reloads that refused a changed file and
+/// `unreadable` that could not read the folder (none whose rebuild
+/// failed), and `/status` their sum.
+async fn assert_reload_failures(gw: &TestGateway, refused: f64, unreadable: f64) {
+    let text = gw.metrics().await;
+    let failures = |reason: &str| {
+        metric(
+            &text,
+            &format!("sezzlee_reload_failures_total{{reason=\"{reason}\"}}"),
+        )
+        .unwrap_or_else(|| panic!("no {reason} count:\n{text}"))
+    };
+    assert_eq!(failures("file_refused"), refused, "{text}");
+    assert_eq!(failures("folder_unreadable"), unreadable, "{text}");
+    assert_eq!(failures("rebuild_failed"), 0.0, "{text}");
+    assert_eq!(gw.status().await["reloadFailures"], refused + unreadable);
+}
+
+#[tokio::test]
+async fn failed_and_refused_reloads_are_counted() {
+    use sezzlee_gateway::reload::Outcome;
+    let sidecar = |catalog: i64| json!({"revision": {"catalog": catalog}}).to_string();
+    let live = Live::start(
+        &[
+            ("orders.yaml", orders_yaml("Counted.")),
+            ("orders.sezzlee.json", sidecar(2)),
+        ],
+        |s| s.watch = WatchMode::Off,
+    )
+    .await;
+    assert_reload_failures(&live.gw, 0.0, 0.0).await;
+
+    // A sidecar refused: counted once, not again while it stays so.
+    write(&live.path("orders.sezzlee.json"), &sidecar(0));
+    assert_eq!(live.reloader.rescan().await, Outcome::Swapped);
+    assert_reload_failures(&live.gw, 1.0, 0.0).await;
+    assert_eq!(live.reloader.rescan().await, Outcome::Unchanged);
+    assert_reload_failures(&live.gw, 1.0, 0.0).await;
+
+    // A document that no longer parses; then both fixed: no failure.
+    write(&live.path("orders.yaml"), "openapi: [broken");
+    assert_eq!(live.reloader.rescan().await, Outcome::Swapped);
+    assert_reload_failures(&live.gw, 2.0, 0.0).await;
+    write(&live.path("orders.yaml"), &orders_yaml("Counted again."));
+    write(&live.path("orders.sezzlee.json"), &sidecar(3));
+    assert_eq!(live.reloader.rescan().await, Outcome::Bumped(1));
+    assert_reload_failures(&live.gw, 2.0, 0.0).await;
+
+    // The folder gone: the reload fails, the catalog stays.
+    std::fs::remove_dir_all(&live.dir).unwrap();
+    assert_eq!(live.reloader.rescan().await, Outcome::Failed);
+    assert_reload_failures(&live.gw, 2.0, 1.0).await;
+    assert_eq!(
+        live.description("list_orders").await.as_deref(),
+        Some("Counted again.")
+    );
+}
+
 // ------------------------------------------------------------ no-op saves
 
 #[tokio::test]
@@ -1452,6 +1510,10 @@ async fn the_per_caller_cap_and_closing_a_stream_frees_its_slot() {
     .await;
     let mut again = open_when_freed(&live.gw.client, url, json!("again")).await;
     assert_refused(&live.gw.client, url, json!("third")).await;
+    // Each refusal counted by its status (and any open_when_freed met).
+    let text = live.gw.metrics().await;
+    let refused = metric(&text, "sezzlee_http_responses_total{status=\"429\"}");
+    assert!(refused.is_some_and(|n| n >= 3.0), "{text}");
 
     // Both open streams still work.
     write(&live.path("orders.yaml"), &orders_yaml("Capped, edited."));

@@ -252,6 +252,234 @@ async fn without_auth_every_route_is_open_as_the_mcp_endpoint_is() {
     assert!(gateway.status().await["auth"]["adminScope"].is_null());
 }
 
+// ------------------------------------------------------------ what they say
+
+/// The commit this build was told (as the gateway, built alike, reads it).
+fn build_commit() -> Option<&'static str> {
+    option_env!("SEZZLEE_BUILD_COMMIT").filter(|commit| !commit.is_empty())
+}
+
+#[tokio::test]
+async fn status_says_which_gateway_runs_where_and_for_how_long() {
+    let gateway = TestGateway::shipped().await;
+    let status = gateway.status().await;
+    assert_eq!(status["version"], env!("CARGO_PKG_VERSION"), "{status}");
+    assert_eq!(
+        status["build"],
+        json!({"commit": build_commit(), "profile": "debug"}),
+        "{status}"
+    );
+    let address = gateway.base.strip_prefix("http://").unwrap();
+    assert_eq!(
+        status["listen"], address,
+        "the address bound, port included"
+    );
+    assert_eq!(
+        status["catalogs"],
+        shipped_catalogs().display().to_string(),
+        "{status}"
+    );
+    assert_eq!(status["reloadFailures"], 0, "{status}");
+    let uptime = |status: &serde_json::Value| status["uptimeSeconds"].as_f64().unwrap();
+    let first = uptime(&status);
+    assert!(first > 0.0 && first < 600.0, "{status}");
+    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    assert!(uptime(&gateway.status().await) >= first + 0.02);
+}
+
+#[tokio::test]
+async fn metrics_carry_the_build_and_the_process_in_prometheus_text() {
+    let gateway = TestGateway::shipped().await;
+    let text = gateway.metrics().await;
+    assert_prometheus_text(&text);
+    let build = format!(
+        "sezzlee_build_info{{version=\"{}\",commit=\"{}\",profile=\"debug\"}}",
+        env!("CARGO_PKG_VERSION"),
+        build_commit().unwrap_or("unknown")
+    );
+    assert_eq!(metric(&text, &build), Some(1.0), "{text}");
+    assert!(metric(&text, "sezzlee_uptime_seconds").is_some_and(|s| s > 0.0));
+    if cfg!(target_os = "linux") {
+        let figure = |name: &str| {
+            metric(&text, name)
+                .filter(|value| *value > 0.0)
+                .unwrap_or_else(|| panic!("{name} missing or not positive:\n{text}"))
+        };
+        assert!(figure("process_resident_memory_bytes") > 1e6);
+        // CPU time is counted in hundredths of a second: spend some until
+        // it shows.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut spent = 0u64;
+        loop {
+            let text = gateway.metrics().await;
+            let cpu = metric(&text, "process_cpu_seconds_total").expect("CPU time shown");
+            if cpu > 0.0 {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "no CPU time:\n{text}");
+            for i in 0..2_000_000u64 {
+                spent = std::hint::black_box(spent.wrapping_mul(31).wrapping_add(i));
+            }
+        }
+        assert!(figure("process_open_fds") <= figure("process_max_fds"));
+        let now = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let started = figure("process_start_time_seconds");
+        // This test process started before the gateway it serves.
+        assert!(started <= now && started > now - 86_400.0, "{started}");
+    }
+}
+
+#[tokio::test]
+async fn responses_are_counted_by_status() {
+    init();
+    let mut gateway = TestGateway::start(&shipped_catalogs(), |settings| {
+        settings.auth = Some(auth(true));
+        settings.max_body_bytes = 4096;
+    })
+    .await;
+    gateway.admin = Some(("authorization".to_string(), bearer(&token("sezzlee:admin"))));
+    let count = |text: &str, status: u16| {
+        metric(
+            text,
+            &format!("sezzlee_http_responses_total{{status=\"{status}\"}}"),
+        )
+        .unwrap_or_else(|| panic!("no count of {status}:\n{text}"))
+    };
+    let before = gateway.metrics().await;
+    for status in [400, 401, 413, 429] {
+        assert_eq!(
+            count(&before, status),
+            0.0,
+            "{status} is shown before one is sent"
+        );
+    }
+
+    // 401: no credential.
+    let anonymous = gateway.modern("tools/list", json!({})).await;
+    assert_eq!(anonymous.status, 401, "{}", anonymous.text);
+
+    let caller = bearer(&token("orders:read"));
+    let with_caller = |body: &serde_json::Value| {
+        let mut headers = modern_headers(body);
+        headers.push(("authorization", caller.clone()));
+        headers
+    };
+    // 400: JSON cut short.
+    let listed = modern_request(1, "tools/list", json!({}));
+    let mut headers = with_caller(&listed);
+    headers.push(("content-type", "application/json".to_string()));
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let malformed = gateway
+        .post_raw(r#"{"jsonrpc": "2.0", "id": 1, "method": "#, &headers)
+        .await;
+    assert_eq!(malformed.status, 400, "{}", malformed.text);
+
+    // 413: over max_body_bytes.
+    let params = json!({"name": "search_tools", "arguments": {"query": "x".repeat(8192)}});
+    let big = modern_request(1, "tools/call", params);
+    let headers = with_caller(&big);
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let oversized = gateway.post_json(&big, &headers).await;
+    assert_eq!(oversized.status, 413, "{}", oversized.text);
+
+    let after = gateway.metrics().await;
+    for status in [400, 401, 413] {
+        assert_eq!(count(&after, status), 1.0, "{status}:\n{after}");
+    }
+    // The /metrics answer before (the one being written is counted once sent).
+    assert!(count(&after, 200) >= 1.0, "{after}");
+    assert_eq!(count(&after, 429), 0.0);
+}
+
+/// Every line of `text` is Prometheus text (format 0.0.4): each family
+/// declared once by `# HELP` and `# TYPE` (counter, gauge or histogram)
+/// before its samples, counters named `_total`, label values quoted, and
+/// every value a number.
+fn assert_prometheus_text(text: &str) {
+    use std::collections::HashMap;
+    let valid_name = |name: &str| {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    };
+    let mut types: HashMap<String, String> = HashMap::new();
+    let mut helped = std::collections::HashSet::new();
+    for line in text.lines() {
+        if let Some(help) = line.strip_prefix("# HELP ") {
+            let name = help.split(' ').next().unwrap_or_default();
+            assert!(helped.insert(name.to_string()), "HELP twice: {line}");
+            continue;
+        }
+        if let Some(declared) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = declared.split_once(' ').expect(line);
+            assert!(valid_name(name), "{line}");
+            assert!(helped.contains(name), "TYPE before HELP: {line}");
+            assert!(["counter", "gauge", "histogram"].contains(&kind), "{line}");
+            assert!(
+                kind != "counter" || name.ends_with("_total"),
+                "a counter not named _total: {line}"
+            );
+            assert!(
+                types.insert(name.to_string(), kind.to_string()).is_none(),
+                "TYPE twice: {line}"
+            );
+            continue;
+        }
+        assert!(!line.starts_with('#') && !line.is_empty(), "{line:?}");
+        let (series, value) = line.rsplit_once(' ').expect(line);
+        assert!(
+            value.parse::<f64>().is_ok() || ["+Inf", "-Inf", "NaN"].contains(&value),
+            "{line}"
+        );
+        let (name, labels) = match series.split_once('{') {
+            Some((name, labels)) => (name, labels.strip_suffix('}').expect(line)),
+            None => (series, ""),
+        };
+        assert!(valid_name(name), "{line}");
+        if !labels.is_empty() {
+            // `key="value"` pairs; values have no unescaped quote.
+            let mut rest = labels;
+            while !rest.is_empty() {
+                let (key, after) = rest.split_once("=\"").expect(line);
+                assert!(valid_name(key), "{line}");
+                let mut end = None;
+                let mut escaped = false;
+                for (i, c) in after.char_indices() {
+                    match (escaped, c) {
+                        (true, _) => escaped = false,
+                        (false, '\\') => escaped = true,
+                        (false, '"') => {
+                            end = Some(i);
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                let end = end.expect(line);
+                rest = after[end + 1..]
+                    .strip_prefix(',')
+                    .unwrap_or(&after[end + 1..]);
+            }
+        }
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|suffix| {
+                let base = name.strip_suffix(suffix)?;
+                (types.get(base).map(String::as_str) == Some("histogram")).then_some(base)
+            })
+            .unwrap_or(name);
+        assert!(
+            types.contains_key(family),
+            "a sample before its TYPE: {line}"
+        );
+    }
+}
+
 // ------------------------------------------------------------ the demo backend
 
 /// A document whose backend is elsewhere: what serving "other catalogs"

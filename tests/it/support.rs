@@ -718,6 +718,15 @@ impl TestGateway {
     }
 }
 
+/// The value of one series (`name{labels}` exactly as written) in the
+/// Prometheus text of `/metrics`, if it is there.
+pub fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+        value.parse().ok()
+    })
+}
+
 /// `_meta` key of a listen stream's subscription id.
 pub const SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
 /// `_meta` key of the catalog generation.

@@ -71,13 +71,15 @@ async fn without_export_the_callers_trace_context_reaches_the_backend_as_sent() 
     assert_eq!(backend.last().all("traceparent"), Vec::<&str>::new());
     assert_eq!(backend.last().all("tracestate"), Vec::<&str>::new());
 
-    // Both calls counted and timed, by tool, target and outcome.
+    // Both calls counted and timed, by tool, target, backend host and
+    // outcome.
     let metrics = gateway.metrics().await;
     for line in [
         "sezzlee_tool_calls_total{tool=\"invoke_tool\",outcome=\"ok\"} 2",
         "sezzlee_tool_call_seconds_count{tool=\"invoke_tool\"} 2",
-        "sezzlee_backend_calls_total{outcome=\"2xx\"} 2",
-        "sezzlee_backend_call_seconds_count{backend=\"all\"} 2",
+        "sezzlee_backend_calls_total{host=\"127.0.0.1\",outcome=\"2xx\"} 2",
+        "sezzlee_backend_calls_total{host=\"127.0.0.1\",outcome=\"5xx\"} 0",
+        "sezzlee_backend_call_seconds_count{host=\"127.0.0.1\"} 2",
         "sezzlee_invocations_total{tool=\"get_traced\",outcome=\"ok\"} 2",
     ] {
         assert!(metrics.lines().any(|l| l == line), "{line}\n{metrics}");

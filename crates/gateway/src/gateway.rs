@@ -57,6 +57,10 @@ pub struct Gateway {
     pub streams: Arc<Registry>,
     /// `http://HOST:PORT` once bound: `${SEZZLEE_SELF}` in backend URLs.
     pub self_url: std::sync::OnceLock<String>,
+    /// The address bound (`listen` may ask for port 0), once bound.
+    pub bound: std::sync::OnceLock<std::net::SocketAddr>,
+    /// When the gateway began loading its catalog (uptime on `/status`).
+    pub started: Instant,
     /// Flips to `true` once shutdown begins.
     pub shutdown: watch::Sender<bool>,
     /// Calls of the tools and the backends, counted and timed.
@@ -73,6 +77,10 @@ impl Gateway {
         catalog: Catalog,
         build: std::time::Duration,
     ) -> Result<Arc<Gateway>, StartError> {
+        // The catalog's first build is the first thing a gateway does.
+        let started = Instant::now()
+            .checked_sub(build)
+            .unwrap_or_else(Instant::now);
         let (shutdown, _) = watch::channel(false);
         // Fail closed: with auth configured but unloadable, every caller is
         // anonymous (server::load_checked refuses to start in that case).
@@ -116,6 +124,8 @@ impl Gateway {
             streams: Arc::new(Registry::default()),
             shutdown,
             self_url: std::sync::OnceLock::new(),
+            bound: std::sync::OnceLock::new(),
+            started,
             metrics: crate::metrics::Metrics::default(),
             connections: watch::Sender::new(0),
         }))

@@ -14,6 +14,7 @@ pub mod gateway;
 pub mod mcp;
 pub mod metrics;
 pub mod open_files;
+pub mod process;
 pub mod reload;
 pub mod reply;
 pub mod router;

@@ -1,19 +1,24 @@
 //! Request metrics for `GET /metrics`: how the three tools and the backend
-//! calls end, and how long they take; and the async runtimes whose tasks
+//! calls end, and how long they take; the HTTP responses the gateway sent,
+//! by status; reloads that failed; and the async runtimes whose tasks
 //! `/status` and `/metrics` count ([`Metrics::runtime_figures`]).
 //!
 //! Counters by outcome and latency histograms, kept in atomics (a request
-//! adds, never locks, except the per-target map of invoked tools). Label
-//! sets are bounded by construction: outcomes are the envelope's codes,
-//! backend outcomes are a few classes, and invoked targets are labelled by
-//! tool only when the catalog is small ([`PER_TOOL_UP_TO`] tools), else by
-//! document, with at most [`MAX_TARGETS`] distinct ones (then `(other)`).
+//! adds, never locks, except the per-target map of invoked tools and a
+//! read lock to find a backend host's figures). Label sets are bounded by
+//! construction: outcomes are the envelope's codes, backend outcomes are a
+//! few classes, backend hosts are the first [`MAX_HOSTS`] seen (then
+//! `(other)`), HTTP statuses are three-digit codes, reload failures a few
+//! reasons, and invoked targets are labelled by tool only when the catalog
+//! is small ([`PER_TOOL_UP_TO`] tools), else by document, with at most
+//! [`MAX_TARGETS`] distinct ones (then `(other)`).
 
 use crate::tools::envelope::Code;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::runtime::Handle;
 
@@ -26,6 +31,12 @@ const BUCKETS: [f64; 14] = [
 pub const PER_TOOL_UP_TO: usize = 200;
 /// Most distinct invoke targets counted (renames across reloads add more).
 pub const MAX_TARGETS: usize = 1000;
+/// Most distinct backend hosts labelled; calls to hosts first seen after
+/// them are counted as `host="(other)"`.
+pub const MAX_HOSTS: usize = 64;
+/// The label of the hosts beyond [`MAX_HOSTS`] (and of a URL without a
+/// host): not a host name, so never mistaken for one.
+const OTHER_HOST: &str = "(other)";
 
 /// The three tools, in label order.
 const TOOLS: [&str; 3] = ["search_tools", "load_tool", "invoke_tool"];
@@ -33,6 +44,12 @@ const TOOLS: [&str; 3] = ["search_tools", "load_tool", "invoke_tool"];
 const OUTCOMES: usize = 1 + Code::ALL.len();
 /// How a backend call ended.
 const BACKEND_OUTCOMES: [&str; 6] = ["2xx", "3xx", "4xx", "5xx", "unavailable", "timeout"];
+/// HTTP status codes as `http::StatusCode` allows them: 100 to 999.
+const STATUS_CODES: std::ops::RangeInclusive<u16> = 100..=999;
+/// The statuses the gateway's own routes answer with, shown even at 0 so
+/// that a rate over them exists before the first one (others are shown
+/// once sent).
+const ANSWERED_STATUSES: [u16; 11] = [200, 202, 400, 401, 403, 404, 405, 413, 429, 500, 503];
 
 /// A latency histogram.
 #[derive(Default)]
@@ -83,12 +100,66 @@ pub enum BackendOutcome {
     Timeout,
 }
 
+/// Counts per outcome of the calls to one backend host, and their latency.
+#[derive(Default)]
+struct BackendFigures {
+    outcomes: [AtomicU64; BACKEND_OUTCOMES.len()],
+    latency: Histogram,
+}
+
+/// Why a reload failed, for [`Metrics::reload_failed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReloadFailure {
+    /// The catalogs folder could not be read: the served catalog stays.
+    FolderUnreadable,
+    /// The rebuild did not finish (it panicked): the served catalog stays.
+    RebuildFailed,
+    /// A file whose bytes changed was refused (it does not parse, or it is
+    /// a sidecar with an invalid value): its last good version serves.
+    FileRefused,
+}
+
+impl ReloadFailure {
+    const ALL: [ReloadFailure; 3] = [
+        ReloadFailure::FolderUnreadable,
+        ReloadFailure::RebuildFailed,
+        ReloadFailure::FileRefused,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            ReloadFailure::FolderUnreadable => "folder_unreadable",
+            ReloadFailure::RebuildFailed => "rebuild_failed",
+            ReloadFailure::FileRefused => "file_refused",
+        }
+    }
+}
+
+/// Responses counted per status code (100 to 999).
+struct HttpStatuses([AtomicU64; 900]);
+
+impl Default for HttpStatuses {
+    fn default() -> Self {
+        HttpStatuses(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl HttpStatuses {
+    fn count(&self, status: u16) -> Option<&AtomicU64> {
+        let index = status.checked_sub(*STATUS_CODES.start())?;
+        self.0.get(usize::from(index))
+    }
+}
+
 /// Every figure `/metrics` shows of requests.
 #[derive(Default)]
 pub struct Metrics {
     tools: [ToolFigures; 3],
-    backend: [AtomicU64; BACKEND_OUTCOMES.len()],
-    backend_latency: Histogram,
+    /// Per backend host (lowercase), at most [`MAX_HOSTS`] and
+    /// [`OTHER_HOST`].
+    backends: RwLock<HashMap<Box<str>, Arc<BackendFigures>>>,
+    http: HttpStatuses,
+    reload_failures: [AtomicU64; ReloadFailure::ALL.len()],
     /// Invocations per target (`tool="…"` or `document="…"` label text)
     /// and outcome.
     invoked: Mutex<HashMap<String, [u64; OUTCOMES]>>,
@@ -134,7 +205,7 @@ fn outcome_name(index: usize) -> &'static str {
 }
 
 /// A label value with `\`, `"` and line breaks escaped (Prometheus text).
-fn label_value(text: &str) -> String {
+pub(crate) fn label_value(text: &str) -> String {
     text.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
@@ -151,8 +222,9 @@ impl Metrics {
         figures.latency.observe(elapsed);
     }
 
-    /// One backend call.
-    pub fn backend_call(&self, outcome: BackendOutcome, elapsed: Duration) {
+    /// One backend call to `host` (a host name or address only: never a
+    /// path, a query or credentials; `crate::backend::host_of`).
+    pub fn backend_call(&self, host: &str, outcome: BackendOutcome, elapsed: Duration) {
         let index = match outcome {
             BackendOutcome::Status(status) => match status {
                 200..=299 => 0,
@@ -163,8 +235,63 @@ impl Metrics {
             BackendOutcome::Unavailable => 4,
             BackendOutcome::Timeout => 5,
         };
-        self.backend[index].fetch_add(1, Ordering::Relaxed);
-        self.backend_latency.observe(elapsed);
+        let figures = self.backend_figures(host);
+        figures.outcomes[index].fetch_add(1, Ordering::Relaxed);
+        figures.latency.observe(elapsed);
+    }
+
+    /// The figures of `host`'s calls: its own among the first
+    /// [`MAX_HOSTS`] hosts, else those of [`OTHER_HOST`].
+    fn backend_figures(&self, host: &str) -> Arc<BackendFigures> {
+        let host = if host.is_empty() {
+            Cow::Borrowed(OTHER_HOST)
+        } else if host.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(host.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(host)
+        };
+        let found = self
+            .backends
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&*host)
+            .cloned();
+        if let Some(figures) = found {
+            return figures;
+        }
+        let mut backends = self
+            .backends
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let hosts = backends.len() - usize::from(backends.contains_key(OTHER_HOST));
+        let key = if hosts < MAX_HOSTS || backends.contains_key(&*host) {
+            host
+        } else {
+            Cow::Borrowed(OTHER_HOST)
+        };
+        backends.entry(key.into()).or_default().clone()
+    }
+
+    /// One HTTP response sent, with `status`.
+    pub fn http_response(&self, status: u16) {
+        if let Some(count) = self.http.count(status) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// One reload that failed, or whose changed files were refused.
+    pub fn reload_failed(&self, why: ReloadFailure) {
+        if let Some(index) = ReloadFailure::ALL.iter().position(|r| *r == why) {
+            self.reload_failures[index].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Reloads that failed, or whose changed files were refused, in all.
+    pub fn reload_failures(&self) -> u64 {
+        self.reload_failures
+            .iter()
+            .map(|count| count.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// One invocation of a catalog tool, labelled by `tool` in a catalog of
@@ -255,24 +382,64 @@ impl Metrics {
                 .latency
                 .write(out, name, &format!("tool=\"{tool}\""));
         }
+        let backends = self
+            .backends
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut hosts: Vec<_> = backends
+            .iter()
+            .map(|(host, figures)| (label_value(host), figures.clone()))
+            .collect();
+        drop(backends);
+        hosts.sort_by(|a, b| a.0.cmp(&b.0));
         let name = "sezzlee_backend_calls_total";
         let _ = writeln!(
             out,
-            "# HELP {name} Backend calls by outcome (HTTP status class, unavailable, timeout).\n# TYPE {name} counter"
+            "# HELP {name} Backend calls by host (the first {MAX_HOSTS} seen, then (other)) and outcome (HTTP status class, unavailable, timeout).\n# TYPE {name} counter"
         );
-        for (outcome, count) in BACKEND_OUTCOMES.iter().zip(&self.backend) {
-            let _ = writeln!(
-                out,
-                "{name}{{outcome=\"{outcome}\"}} {}",
-                count.load(Ordering::Relaxed)
-            );
+        for (host, figures) in &hosts {
+            for (outcome, count) in BACKEND_OUTCOMES.iter().zip(&figures.outcomes) {
+                let _ = writeln!(
+                    out,
+                    "{name}{{host=\"{host}\",outcome=\"{outcome}\"}} {}",
+                    count.load(Ordering::Relaxed)
+                );
+            }
         }
         let name = "sezzlee_backend_call_seconds";
         let _ = writeln!(
             out,
-            "# HELP {name} Time of backend calls, until the response is read.\n# TYPE {name} histogram"
+            "# HELP {name} Time of backend calls by host, until the response is read.\n# TYPE {name} histogram"
         );
-        self.backend_latency.write(out, name, "backend=\"all\"");
+        for (host, figures) in &hosts {
+            figures
+                .latency
+                .write(out, name, &format!("host=\"{host}\""));
+        }
+        let name = "sezzlee_http_responses_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} HTTP responses the gateway sent, by status code.\n# TYPE {name} counter"
+        );
+        for (status, count) in STATUS_CODES.zip(&self.http.0) {
+            let count = count.load(Ordering::Relaxed);
+            if count > 0 || ANSWERED_STATUSES.contains(&status) {
+                let _ = writeln!(out, "{name}{{status=\"{status}\"}} {count}");
+            }
+        }
+        let name = "sezzlee_reload_failures_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Reloads that failed (folder_unreadable, rebuild_failed: the served catalog stays) or refused a changed file (file_refused: its last good version serves).\n# TYPE {name} counter"
+        );
+        for (why, count) in ReloadFailure::ALL.iter().zip(&self.reload_failures) {
+            let _ = writeln!(
+                out,
+                "{name}{{reason=\"{}\"}} {}",
+                why.as_str(),
+                count.load(Ordering::Relaxed)
+            );
+        }
         let name = "sezzlee_invocations_total";
         let _ = writeln!(
             out,
@@ -302,7 +469,15 @@ mod tests {
         let metrics = Metrics::default();
         metrics.tool_call(0, None, Duration::from_micros(300));
         metrics.tool_call(2, Some("tool_changed"), Duration::from_millis(2));
-        metrics.backend_call(BackendOutcome::Status(404), Duration::from_millis(3));
+        metrics.backend_call(
+            "API.example.com",
+            BackendOutcome::Status(404),
+            Duration::from_millis(3),
+        );
+        metrics.http_response(413);
+        metrics.http_response(413);
+        metrics.http_response(999);
+        metrics.reload_failed(ReloadFailure::FileRefused);
         metrics.invoked("get_\"x\"", "a.json", 10, None);
         metrics.invoked("other", "b.json", 10_000, Some("backend_status"));
         let mut out = String::new();
@@ -313,7 +488,14 @@ mod tests {
             "sezzlee_tool_call_seconds_bucket{tool=\"search_tools\",le=\"0.0005\"} 1",
             "sezzlee_tool_call_seconds_bucket{tool=\"search_tools\",le=\"0.00025\"} 0",
             "sezzlee_tool_call_seconds_count{tool=\"invoke_tool\"} 1",
-            "sezzlee_backend_calls_total{outcome=\"4xx\"} 1",
+            "sezzlee_backend_calls_total{host=\"api.example.com\",outcome=\"4xx\"} 1",
+            "sezzlee_backend_calls_total{host=\"api.example.com\",outcome=\"2xx\"} 0",
+            "sezzlee_backend_call_seconds_count{host=\"api.example.com\"} 1",
+            "sezzlee_http_responses_total{status=\"413\"} 2",
+            "sezzlee_http_responses_total{status=\"429\"} 0",
+            "sezzlee_http_responses_total{status=\"999\"} 1",
+            "sezzlee_reload_failures_total{reason=\"file_refused\"} 1",
+            "sezzlee_reload_failures_total{reason=\"folder_unreadable\"} 0",
             "sezzlee_invocations_total{tool=\"get_\\\"x\\\"\",outcome=\"ok\"} 1",
             "sezzlee_invocations_total{document=\"b.json\",outcome=\"backend_status\"} 1",
         ] {
@@ -355,6 +537,31 @@ mod tests {
             .expect("runtime");
         let figures = other.block_on(async { metrics.runtime_figures() });
         assert_eq!((figures.runtimes, figures.workers), (3, 4));
+    }
+
+    #[test]
+    fn backend_hosts_are_bounded() {
+        let metrics = Metrics::default();
+        let call = |host: &str| {
+            metrics.backend_call(host, BackendOutcome::Timeout, Duration::from_millis(1));
+        };
+        for i in 0..MAX_HOSTS + 10 {
+            call(&format!("h{i}.example"));
+        }
+        call("h0.example");
+        call("H1.EXAMPLE");
+        call("");
+        let backends = metrics.backends.read().unwrap();
+        assert_eq!(backends.len(), MAX_HOSTS + 1);
+        let count = |host: &str| backends[host].outcomes[5].load(Ordering::Relaxed);
+        assert_eq!(count("h0.example"), 2);
+        assert_eq!(count("h1.example"), 2);
+        assert_eq!(count(OTHER_HOST), 11);
+        assert!(!backends.contains_key("h64.example"));
+        // Statuses outside HTTP's are not counted (nor do they panic).
+        metrics.http_response(0);
+        metrics.http_response(1000);
+        metrics.http_response(u16::MAX);
     }
 
     #[test]

@@ -25,8 +25,15 @@
 //! of thousands of documents carries tens of thousands that every reload
 //! would repeat), and the replaced catalog and the parses the sources
 //! forgot are freed off the path too.
+//!
+//! A reload fails when the folder cannot be read or the rebuild does not
+//! finish (the served catalog stays), and is refused in part when a file
+//! whose bytes changed does not parse or is a sidecar with an invalid
+//! value (its last good version serves): each is counted once
+//! (`sezzlee_reload_failures_total`, by reason) besides being logged.
 
 use crate::gateway::Gateway;
+use crate::metrics::ReloadFailure;
 use crate::settings::WatchMode;
 use crate::store::Served;
 use notify::{RecursiveMode, Watcher};
@@ -109,10 +116,16 @@ impl Reloader {
             Ok(Ok(result)) => result,
             Ok(Err(err)) => {
                 tracing::error!("cannot read the catalogs folder: {err}; the served catalog stays");
+                self.gateway
+                    .metrics
+                    .reload_failed(ReloadFailure::FolderUnreadable);
                 return Outcome::Failed;
             }
             Err(err) => {
                 tracing::error!("catalog rebuild failed: {err}; the served catalog stays");
+                self.gateway
+                    .metrics
+                    .reload_failed(ReloadFailure::RebuildFailed);
                 return Outcome::Failed;
             }
         };
@@ -359,6 +372,11 @@ fn rebuild_and_swap(
     // missed more recently still serve (each is confirmed in its turn:
     // deletions that keep coming never hold the rest back for long).
     absences.keep_held(&previous, &mut next);
+    // Counted here, once: a rescan that held changes publishes nothing and
+    // hands `previous` on, so the next one finds the same files changed.
+    if refuses_a_change(&previous, &next) {
+        gateway.metrics.reload_failed(ReloadFailure::FileRefused);
+    }
     let scan = started.elapsed();
     if same_files(&previous, &next) {
         return Ok((next, absences, None));
@@ -431,6 +449,20 @@ fn log_diagnostics(before: &Diagnostics, now: &Diagnostics) {
         gone = before.len() - unchanged,
         "catalog diagnostics (only new ones are logged on reload)"
     );
+}
+
+/// Whether a file of `next` whose bytes are new (changed since
+/// `previous`, or a new file) is refused: it does not parse, or it is a
+/// sidecar with an invalid value (its last good version, if any, serves;
+/// the diagnostics say why).
+fn refuses_a_change(previous: &Sources, next: &Sources) -> bool {
+    next.files.iter().any(|(path, file)| {
+        file.current.is_err()
+            && previous
+                .files
+                .get(path)
+                .is_none_or(|before| before.hash != file.hash)
+    })
 }
 
 /// Same paths with the same hashes.

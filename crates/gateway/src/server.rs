@@ -151,6 +151,7 @@ pub fn load_checked(settings: Settings) -> Result<(Arc<Gateway>, Sources), ExitC
 pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Result<()> {
     let address = listener.local_addr()?;
     let _ = gateway.self_url.set(format!("http://{address}"));
+    let _ = gateway.bound.set(address);
     // Before the address is logged: a signal sent as soon as it is read
     // must find its handler, not the default action (death).
     let mut signals = Signals::new();
@@ -234,12 +235,17 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
     Ok(())
 }
 
-/// The connections being served: the router, hyper's connection settings,
-/// the graceful-shutdown watcher of every connection, how many are open,
-/// and whether the gateway is closing (then every response closes its
+/// The connections being served: the router, the gateway (whose metrics
+/// count every response by status as it leaves: every route and every
+/// refusal the router makes; not what hyper answers itself, such as a
+/// malformed request head), hyper's connection settings, the
+/// graceful-shutdown watcher of every connection, how many are open, and
+/// whether the gateway is closing (then every response closes its
 /// connection).
 struct Connections {
     app: axum::Router,
+    /// Where each response is counted by status.
+    gateway: Arc<Gateway>,
     http: http1::Builder,
     watcher: GracefulShutdown,
     closing: Arc<AtomicBool>,
@@ -267,6 +273,7 @@ impl Connections {
         }
         Ok(Connections {
             app: crate::router::router(gateway.clone()),
+            gateway: gateway.clone(),
             http,
             watcher: GracefulShutdown::new(),
             closing: Arc::new(AtomicBool::new(false)),
@@ -318,14 +325,17 @@ impl Connections {
         };
         let router = self.app.clone();
         let closing = self.closing.clone();
+        let gateway = self.gateway.clone();
         let body_deadline = self.body_deadline;
         let service = service_fn(move |request: Request<Incoming>| {
             let mut request = request.map(|body| Body::new(BodyDeadline::new(body, body_deadline)));
             request.extensions_mut().insert(ConnectInfo(peer));
             let answer = router.clone().call(request);
             let closing = closing.clone();
+            let gateway = gateway.clone();
             async move {
                 let mut response = answer.await?;
+                gateway.metrics.http_response(response.status().as_u16());
                 if closing.load(Ordering::Relaxed) {
                     response
                         .headers_mut()

@@ -1,9 +1,12 @@
 //! `GET /status` and `GET /metrics`: what an operator needs to see.
 //!
-//! Status is JSON for people and scripts (generation, documents, tool
-//! counts, diagnostics, the last reload, open listen streams, the async
-//! runtimes' workers and alive tasks); metrics are the same numbers in
-//! Prometheus text format. Neither ever shows a secret, but both show the
+//! Status is JSON for people and scripts (what is running: version, build,
+//! uptime, the address bound and the catalogs folder; then generation,
+//! documents, tool counts, diagnostics, the last reload, open listen
+//! streams, the async runtimes' workers and alive tasks); metrics are the
+//! same numbers in Prometheus text format, with the build, the process's
+//! own figures (`crate::process`) and the request counters
+//! (`crate::metrics`). Neither ever shows a secret, but both show the
 //! operator's business (file names, diagnostics, the auth setup, traffic
 //! per tool): with `[auth]` configured they answer only a credential with
 //! the admin scope ([`admin_only`]); without it they are as open as the
@@ -21,6 +24,23 @@ use sezzlee_catalog::Severity;
 use std::fmt::Write;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
+
+/// The version of the gateway (the workspace's).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The commit the binary was built from, when whoever built it said so:
+/// `SEZZLEE_BUILD_COMMIT` in `cargo build`'s environment (the container
+/// image's build argument of that name). No build script asks git, which
+/// a source tarball does not have. Empty is not said.
+pub const COMMIT: Option<&str> = match option_env!("SEZZLEE_BUILD_COMMIT") {
+    Some(commit) if !commit.is_empty() => Some(commit),
+    _ => None,
+};
+/// The Cargo profile's kind: `debug` with debug assertions, else `release`.
+pub const PROFILE: &str = if cfg!(debug_assertions) {
+    "debug"
+} else {
+    "release"
+};
 
 /// Lets a request through to `/status` or `/metrics` only when the
 /// caller may read them (`Authenticator::admin_access`); else `401` with
@@ -72,9 +92,23 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
             "vectorBytes": vectors.heap_bytes(),
         })
     });
+    let listen = gateway
+        .bound
+        .get()
+        .copied()
+        .unwrap_or(gateway.settings.listen);
+    // Absolute (against the working directory), not resolved: a
+    // ConfigMap's symlinks stay as the operator named them.
+    let catalogs = std::path::absolute(&gateway.settings.catalogs)
+        .unwrap_or_else(|_| gateway.settings.catalogs.clone());
     json_response(
         StatusCode::OK,
         &json!({
+            "version": VERSION,
+            "build": {"commit": COMMIT, "profile": PROFILE},
+            "uptimeSeconds": gateway.started.elapsed().as_millis() as f64 / 1000.0,
+            "listen": listen.to_string(),
+            "catalogs": catalogs.display().to_string(),
             "generation": served.generation,
             "tools": catalog.tools().len(),
             "documents": documents,
@@ -82,6 +116,7 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
             "warnings": catalog.warnings(),
             "diagnostics": catalog.diagnostics,
             "lastReload": {"atUnixMs": loaded_at, "durationMs": served.build_duration.as_secs_f64() * 1000.0},
+            "reloadFailures": gateway.metrics.reload_failures(),
             "listenStreams": gateway.streams.count(),
             "connections": {"open": *gateway.connections.borrow(), "max": gateway.settings.max_connections},
             "runtime": {"runtimes": runtime.runtimes, "workers": runtime.workers, "aliveTasks": runtime.alive_tasks},
@@ -104,6 +139,17 @@ pub async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
     let served = gateway.store.current();
     let catalog = &served.catalog;
     let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# HELP sezzlee_build_info The gateway's version and build (commit when known, profile); always 1.\n# TYPE sezzlee_build_info gauge\nsezzlee_build_info{{version=\"{VERSION}\",commit=\"{}\",profile=\"{PROFILE}\"}} 1",
+        crate::metrics::label_value(COMMIT.unwrap_or("unknown"))
+    );
+    let _ = writeln!(
+        out,
+        "# HELP sezzlee_uptime_seconds Seconds since the gateway began loading its catalog.\n# TYPE sezzlee_uptime_seconds gauge\nsezzlee_uptime_seconds {}",
+        gateway.started.elapsed().as_secs_f64()
+    );
+    crate::process::figures().write(&mut out);
     let runtime = gateway.metrics.runtime_figures();
     let cache = served.search_cache.figures();
     for (name, help, value) in [

@@ -338,7 +338,9 @@ async fn dispatch(
         }
         Err(Failure::Timeout { .. }) => BackendOutcome::Timeout,
     };
-    context.metrics.backend_call(outcome, elapsed);
+    context
+        .metrics
+        .backend_call(crate::backend::host_of(&base_url), outcome, elapsed);
     access_log(tool, &base_url, &result, elapsed);
     match result {
         Ok(response) => answer_from(response, context.budget),
