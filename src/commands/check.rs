@@ -9,8 +9,9 @@
 
 use super::plural;
 use serde_json::{Value, json};
+use sezzlee_catalog::diagnostics::Diagnostic;
 use sezzlee_catalog::{BuildOptions, Catalog, Sources, Tool};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -35,10 +36,12 @@ pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
     diagnostics.extend(call_time);
     diagnostics.sort_by(|a, b| (&a.file, &a.pointer).cmp(&(&b.file, &b.pointer)));
     {
+        let places = places(dir, &diagnostics);
         let stderr = std::io::stderr();
         let mut diagnostics_out = stderr.lock();
         for diagnostic in &diagnostics {
-            let _ = writeln!(diagnostics_out, "{diagnostic}");
+            let place = places.get(&(diagnostic.file.to_string(), diagnostic.pointer.clone()));
+            let _ = writeln!(diagnostics_out, "{}", placed(diagnostic, place.copied()));
         }
     }
     if emit {
@@ -83,6 +86,47 @@ pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
     }
 }
 
+/// The line and column of every diagnostic's pointer, read from its
+/// file's text (one pass per file); a file that cannot be read, or a
+/// pointer it has no value for, has none.
+fn places(dir: &Path, diagnostics: &[Diagnostic]) -> HashMap<(String, String), (usize, usize)> {
+    let mut by_file: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for diagnostic in diagnostics.iter().filter(|d| !d.pointer.is_empty()) {
+        by_file
+            .entry(&diagnostic.file)
+            .or_default()
+            .push(&diagnostic.pointer);
+    }
+    let mut places = HashMap::new();
+    for (file, pointers) in by_file {
+        let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
+            continue;
+        };
+        let yaml = !file.ends_with(".json");
+        for (pointer, place) in super::positions::locate_all(&text, yaml, &pointers) {
+            places.insert((file.to_string(), pointer), place);
+        }
+    }
+    places
+}
+
+/// A diagnostic's line with the place of its pointer beside it:
+/// `file#pointer (line L, column C): severity[code]: message`.
+fn placed(diagnostic: &Diagnostic, place: Option<(usize, usize)>) -> String {
+    let line = diagnostic.to_string();
+    match place {
+        Some((row, column)) => {
+            let located = format!("{}#{}", diagnostic.file, diagnostic.pointer);
+            line.replacen(
+                &located,
+                &format!("{located} (line {row}, column {column})"),
+                1,
+            )
+        }
+        None => line,
+    }
+}
+
 /// Per document, one line: its tools, how many definitions were compacted
 /// (output, input, text trimmed when any) and the largest definition
 /// against the budget.
@@ -119,7 +163,7 @@ fn definition_report(catalog: &Catalog, budget: usize) -> Vec<String> {
         .map(|(document, s)| {
             if s.tools == 0 {
                 return format!(
-                    "{document}: no tools (the diagnostics above say why; a document with no operations has none)"
+                    "{document}: no tools (its diagnostics say why; a document with no operations has none)"
                 );
             }
             let over = if s.over > 0 {

@@ -6,6 +6,7 @@ pub mod call_time;
 pub mod check;
 pub mod client;
 pub mod health;
+pub mod positions;
 pub mod search_tasks;
 pub mod token;
 

@@ -674,8 +674,10 @@ fn check_warns_of_what_would_fail_when_invoked() {
 }
 
 /// Issue 29, item 8: a document that builds no tool says so in the report,
-/// counts agree with their words ("1 document"), and a `$ref` to a
-/// component that is not there suggests the close name that is.
+/// counts agree with their words ("1 document"), a `$ref` to a component
+/// that is not there suggests the close name that is, and each diagnostic's
+/// pointer has its line and column beside it (YAML too: see
+/// `commands::positions`' unit tests).
 #[test]
 fn check_says_what_a_document_built_and_suggests_a_close_ref() {
     let dir = tempfile::tempdir().unwrap();
@@ -688,12 +690,21 @@ fn check_says_what_a_document_built_and_suggests_a_close_ref() {
         }}}}},
         "components": {"schemas": {"Customer": {"type": "object"}}}
     });
-    std::fs::write(dir.path().join("typo.json"), document.to_string()).unwrap();
+    let pretty = serde_json::to_string_pretty(&document).unwrap();
+    std::fs::write(dir.path().join("typo.json"), &pretty).unwrap();
     let output = check(dir.path(), false);
     let stderr = text(&output.stderr);
     let stdout = text(&output.stdout);
     assert!(
         stderr.contains("did you mean '#/components/schemas/Customer'?"),
+        "{stderr}"
+    );
+    // The pointer's line and column beside it: the operation's `"get"` key.
+    let get_line = pretty.lines().position(|l| l.contains("\"get\"")).unwrap() + 1;
+    assert!(
+        stderr.contains(&format!(
+            "typo.json#/paths/~1a/get (line {get_line}, column 7): error[unresolved_ref]"
+        )),
         "{stderr}"
     );
     assert!(
