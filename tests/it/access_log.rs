@@ -31,25 +31,6 @@ fn document(server: &str, operation: &str) -> String {
     .to_string()
 }
 
-async fn invoke(url: &str, tool: &str, arguments: Value) -> Value {
-    let body = modern_request(
-        1,
-        "tools/call",
-        json!({"name": "invoke_tool", "arguments": {"name": tool, "arguments": arguments}}),
-    );
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
-    for (name, value) in modern_headers(&body) {
-        request = request.header(name, value);
-    }
-    let response = request.json(&body).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
-    tool_reply(&body["result"]).payload
-}
-
 /// The first logged line holding every one of `needles`, waiting for it.
 fn logged_line(logs: &std::sync::Mutex<String>, needles: &[&str]) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -101,7 +82,7 @@ async fn every_backend_call_leaves_one_access_line_and_an_unknown_host_is_not_re
         .expect("sezzlee serve starts");
     let (url, logs) = listening_url(&mut child);
 
-    let answer = invoke(&url, "get_here", json!({"id": "a1", "token": SECRET_QUERY})).await;
+    let answer = invoke_at(&url, "get_here", json!({"id": "a1", "token": SECRET_QUERY})).await;
     assert_eq!(answer["status"], 200, "{answer}");
     let line = logged_line(&logs, &["backend call", "get_here"]);
     for field in [
@@ -116,7 +97,7 @@ async fn every_backend_call_leaves_one_access_line_and_an_unknown_host_is_not_re
     }
     assert!(line.contains("INFO"), "at the default level: {line}");
 
-    let answer = invoke(&url, "get_nowhere", json!({"id": "a2"})).await;
+    let answer = invoke_at(&url, "get_nowhere", json!({"id": "a2"})).await;
     assert_eq!(answer["error"], "backend_unavailable", "{answer}");
     assert_eq!(answer["retryable"], false, "{answer}");
     assert_eq!(answer["mayHaveReachedBackend"], false, "{answer}");

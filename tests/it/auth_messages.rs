@@ -27,11 +27,11 @@ fn config(dir: &std::path::Path, secret_env: Option<&str>) -> std::path::PathBuf
     path
 }
 
-#[tokio::test]
-async fn a_wrong_api_key_is_told_as_such_and_refusals_are_logged() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), None);
-    let mut child = sezzlee_binary(None)
+/// `sezzlee serve` on the shipped catalogs with `config`, its API key in
+/// the child's environment.
+fn serve(config: &std::path::Path) -> std::process::Command {
+    let mut command = sezzlee_binary(None);
+    command
         .args([
             "serve",
             "--listen",
@@ -40,11 +40,19 @@ async fn a_wrong_api_key_is_told_as_such_and_refusals_are_logged() {
             "off",
             "--config",
         ])
-        .arg(&config)
+        .arg(config)
         .arg("--catalogs")
         .arg(shipped_catalogs())
+        .env("SEZZLEE_AUTH_MESSAGES_KEY", KEY);
+    command
+}
+
+#[tokio::test]
+async fn a_wrong_api_key_is_told_as_such_and_refusals_are_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), None);
+    let mut child = serve(&config)
         .env_remove("RUST_LOG")
-        .env("SEZZLEE_AUTH_MESSAGES_KEY", KEY)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -103,19 +111,7 @@ async fn a_wrong_api_key_is_told_as_such_and_refusals_are_logged() {
 fn an_hs256_secret_shorter_than_32_bytes_refuses_the_start_and_the_token() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path(), Some("SEZZLEE_AUTH_MESSAGES_SECRET"));
-    let output = sezzlee_binary(None)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--watch",
-            "off",
-            "--config",
-        ])
-        .arg(&config)
-        .arg("--catalogs")
-        .arg(shipped_catalogs())
-        .env("SEZZLEE_AUTH_MESSAGES_KEY", KEY)
+    let output = serve(&config)
         .env("SEZZLEE_AUTH_MESSAGES_SECRET", "short")
         .output()
         .expect("run sezzlee");

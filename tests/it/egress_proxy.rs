@@ -23,26 +23,6 @@ fn document(title: &str, server: &str, path: &str, operation: &str) -> String {
     .to_string()
 }
 
-/// invoke_tool of `tool` (no arguments) at the endpoint `url`: its payload.
-async fn invoke_at(url: &str, tool: &str) -> Value {
-    let body = modern_request(
-        1,
-        "tools/call",
-        json!({"name": "invoke_tool", "arguments": {"name": tool}}),
-    );
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
-    for (name, value) in modern_headers(&body) {
-        request = request.header(name, value);
-    }
-    let response = request.json(&body).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
-    tool_reply(&body["result"]).payload
-}
-
 #[tokio::test]
 async fn an_egress_proxy_in_the_environment_carries_the_calls_it_intercepts() {
     let proxy = Backend::start().await;
@@ -81,7 +61,7 @@ async fn an_egress_proxy_in_the_environment_carries_the_calls_it_intercepts() {
 
     // A host the proxy is for: the request reaches the proxy, addressed to
     // the backend (the name is never resolved here).
-    let far = invoke_at(&url, "get_things").await;
+    let far = invoke_at(&url, "get_things", Value::Null).await;
     assert_eq!(far["status"], 200, "{far}");
     assert_eq!(far["body"], json!({"via": "proxy"}), "{far}");
     let through = proxy.last();
@@ -89,7 +69,7 @@ async fn an_egress_proxy_in_the_environment_carries_the_calls_it_intercepts() {
     assert_eq!(through.header("host"), Some("backend.far.example:8080"));
 
     // A host NO_PROXY names: straight to the backend, the proxy untouched.
-    let direct = invoke_at(&url, "get_near").await;
+    let direct = invoke_at(&url, "get_near", Value::Null).await;
     assert_eq!(direct["body"], json!({"via": "direct"}), "{direct}");
     assert_eq!(near.count(), 1);
     assert_eq!(proxy.count(), 1);

@@ -761,3 +761,28 @@ pub fn record_list_changed(
     generations.push(generation);
     generation
 }
+
+/// invoke_tool of `tool` with `arguments` at the endpoint `url` (a gateway
+/// run as its own process), over the modern era: the tool's payload.
+pub async fn invoke_at(url: &str, tool: &str, arguments: Value) -> Value {
+    let body = modern_request(
+        1,
+        "tools/call",
+        json!({"name": "invoke_tool", "arguments": {"name": tool, "arguments": arguments}}),
+    );
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (name, value) in modern_headers(&body) {
+        request = request.header(name, value);
+    }
+    let response = request
+        .json(&body)
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.expect("a JSON answer");
+    tool_reply(&body["result"]).payload
+}

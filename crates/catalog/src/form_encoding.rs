@@ -30,13 +30,7 @@ pub enum FormKind {
 
 impl FormKind {
     pub fn of(media_type: &str) -> FormKind {
-        let base = media_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match base.as_str() {
+        match super::input::base_media_type(media_type).as_str() {
             "application/x-www-form-urlencoded" => FormKind::UrlEncoded,
             "multipart/form-data" => FormKind::Multipart,
             _ => FormKind::Other,

@@ -472,12 +472,7 @@ fn flatten_object<'r: 'n, 'n>(
 /// JSON first, then form encodings, then anything else in document order.
 fn choose_request_media_type(content: &Map<String, Value>) -> Option<(&str, &Value)> {
     let ranked = |media_type: &str| -> u8 {
-        let base = media_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+        let base = base_media_type(media_type);
         if base == "application/json" {
             0
         } else if is_json_media_type(&base) {
@@ -498,14 +493,20 @@ fn choose_request_media_type(content: &Map<String, Value>) -> Option<(&str, &Val
         .map(|(media_type, media)| (media_type.as_str(), media))
 }
 
-/// `application/json`, `*/json` and `*+json` (with parameters).
-pub fn is_json_media_type(media_type: &str) -> bool {
-    let base = media_type
+/// A media type without its parameters, lower case
+/// (`Multipart/Form-Data; boundary=x` → `multipart/form-data`).
+pub fn base_media_type(media_type: &str) -> String {
+    media_type
         .split(';')
         .next()
         .unwrap_or("")
         .trim()
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+/// `application/json`, `*/json` and `*+json` (with parameters).
+pub fn is_json_media_type(media_type: &str) -> bool {
+    let base = base_media_type(media_type);
     base.ends_with("/json") || base.ends_with("+json")
 }
 
