@@ -8,7 +8,7 @@
 
 use crate::backend::Backend;
 use crate::support::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
