@@ -463,7 +463,7 @@ fn build_operation(
                     codes::INVALID_CONFIGURATION,
                     &doc.sidecar.map_or_else(
                         || format!("{file} (sidecar)"),
-                        |sidecar| sidecar.file_for(&file),
+                        |sidecar| sidecar.file_for(file),
                     ),
                     &format!("{}/variants/{i}", pointer(&["tools", &base.route])),
                     message,
