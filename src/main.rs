@@ -122,7 +122,7 @@ struct ServeArgs {
     #[arg(long, env = "SEZZLEE_RESPONSE_BUDGET")]
     response_budget: Option<usize>,
     /// Object levels of each outputSchema published where a document's
-    /// sidecar sets no outputDepth, 0 to 64 [default: 2].
+    /// sidecar sets no outputDepth, 0 to 64 [default: 1].
     #[arg(long, value_name = "LEVELS", env = "SEZZLEE_OUTPUT_DEPTH", value_parser = parse_output_depth)]
     output_depth: Option<u32>,
     /// Most bytes of a backend response read per call [default: 8388608].
