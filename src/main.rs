@@ -5,7 +5,7 @@ mod commands;
 mod telemetry;
 
 use clap::{Args, Parser, Subcommand};
-use sezzlee_gateway::settings::{DemoBackend, Overrides, Settings};
+use sezzlee_gateway::settings::{DemoBackend, Overrides, Settings, parse_output_depth};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -48,6 +48,12 @@ enum Command {
         /// is warned about.
         #[arg(long, value_name = "CHARS", default_value_t = sezzlee_catalog::BuildOptions::DEFAULT_BUDGET)]
         response_budget: usize,
+        /// Object levels of each outputSchema published where the sidecar
+        /// sets none, as the gateway's --output-depth: see what agents
+        /// would load at another depth before serving it.
+        #[arg(long, value_name = "LEVELS", value_parser = parse_output_depth,
+              default_value_t = sezzlee_catalog::BuildOptions::DEFAULT_OUTPUT_DEPTH)]
+        output_depth: u32,
         /// With --search-tasks: rank as a gateway serving with this search
         /// model folder (scripts/fetch-search-model.sh) would.
         #[arg(long, value_name = "DIR", env = "SEZZLEE_SEARCH_MODEL")]
@@ -119,6 +125,10 @@ struct ServeArgs {
     /// Largest tool answer in characters [default: 60000].
     #[arg(long, env = "SEZZLEE_RESPONSE_BUDGET")]
     response_budget: Option<usize>,
+    /// Object levels of each outputSchema published where a document's
+    /// sidecar sets no outputDepth, 0 to 64 [default: 1].
+    #[arg(long, value_name = "LEVELS", env = "SEZZLEE_OUTPUT_DEPTH", value_parser = parse_output_depth)]
+    output_depth: Option<u32>,
     /// Most bytes of a backend response read per call [default: 8388608].
     #[arg(long, env = "SEZZLEE_MAX_RESPONSE_BYTES")]
     max_response_bytes: Option<usize>,
@@ -200,6 +210,7 @@ impl ServeArgs {
             allowed_origins: self.allowed_origins.clone(),
             max_body_bytes: self.max_body_bytes,
             response_budget: self.response_budget,
+            output_depth: self.output_depth,
             max_response_bytes: self.max_response_bytes,
             search_cache_bytes: self.search_cache_bytes,
             search_model: self.search_model.clone(),
@@ -229,10 +240,18 @@ fn main() -> ExitCode {
             emit,
             search_tasks,
             response_budget,
+            output_depth,
             search_model,
         } => match search_tasks {
             Some(tasks) => commands::check::run_search_tasks(&dir, &tasks, search_model.as_deref()),
-            None => commands::check::run(&dir, emit, response_budget),
+            None => commands::check::run(
+                &dir,
+                emit,
+                &sezzlee_catalog::BuildOptions {
+                    response_budget,
+                    output_depth,
+                },
+            ),
         },
         Command::Health {
             listen,

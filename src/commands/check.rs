@@ -16,8 +16,9 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Runs the command; the exit code is the verdict.
-pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
+/// Runs the command with the options the gateway would build with; the
+/// exit code is the verdict.
+pub fn run(dir: &Path, emit: bool, options: &BuildOptions) -> ExitCode {
     let sources = match Sources::scan(dir, None) {
         Ok(sources) => sources,
         Err(err) => {
@@ -25,11 +26,7 @@ pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let options = BuildOptions {
-        response_budget,
-        ..BuildOptions::default()
-    };
-    let catalog = Catalog::build_with(&sources, &options);
+    let catalog = Catalog::build_with(&sources, options);
     let mut diagnostics = catalog.diagnostics.to_vec();
     let call_time = super::call_time::warnings(&catalog, |name| std::env::var_os(name).is_some());
     let warnings = catalog.warnings() + call_time.len();
@@ -64,7 +61,7 @@ pub fn run(dir: &Path, emit: bool, response_budget: usize) -> ExitCode {
     } else {
         Box::new(std::io::stdout().lock())
     };
-    for line in definition_report(&catalog, response_budget) {
+    for line in definition_report(&catalog, options.response_budget) {
         let _ = writeln!(report, "{line}");
     }
     let operations: usize = catalog.documents.iter().map(|d| d.operations).sum();

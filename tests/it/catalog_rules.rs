@@ -1257,15 +1257,16 @@ fn expanded_levels(schema: &Value) -> usize {
 #[test]
 fn output_schemas_are_published_to_the_output_depth_the_sidecar_can_change() {
     let default = build(&[("api.json", nested_document())]);
+    // Depth 1 by default: the result's members and theirs.
     let output = &tool(&default, "make_thing").definition()["outputSchema"];
-    assert_eq!(expanded_levels(output), 3, "{output}");
+    assert_eq!(expanded_levels(output), 2, "{output}");
     assert_eq!(
-        output.pointer("/properties/next/properties/next/properties/next"),
+        output.pointer("/properties/next/properties/next"),
         Some(&json!({"type": "object", "description": "[Not expanded here: a nested schema.]"}))
     );
     assert_eq!(
         tool(&default, "make_thing").compaction.output_depth,
-        Some(2)
+        Some(1)
     );
     let deeper = build(&[
         ("api.json", nested_document()),

@@ -721,3 +721,82 @@ fn check_says_what_a_document_built_and_suggests_a_close_ref() {
     );
     summary(&output);
 }
+
+/// `check --output-depth N` builds as a gateway serving with that depth
+/// would: an owner sees what agents would load at it before serving it.
+/// The emitted outputSchemas of a document without a sidecar depth follow
+/// it (Stripe's refund: its charge's members named at 1, a stub at 0),
+/// a sidecar's `outputDepth` still wins, and a value outside 0–64 is
+/// refused (exit 2) naming the value and the range.
+#[test]
+fn check_output_depth_shows_what_agents_would_load_at_it() {
+    const STRIPE: &str = "stripe.com_stripe_2025-10-15.json";
+    let dir = folder(&[STRIPE]);
+    let at = |depth: &str| {
+        let mut command = crate::support::sezzlee_binary(None);
+        let output = command
+            .arg("check")
+            .arg(dir.path())
+            .args(["--emit", "--output-depth", depth])
+            .output()
+            .expect("run sezzlee");
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        emitted(&output)
+            .into_iter()
+            .find(|tool| tool["route"] == "POST /v1/refunds")
+            .expect("Stripe's POST /v1/refunds")
+    };
+    // The charge a refund names, when Stripe returns it expanded.
+    let charge_members = |refund: &Map<String, Value>| {
+        refund["outputSchema"]
+            .pointer("/$defs/charge/properties")
+            .and_then(Value::as_object)
+            .map_or(0, Map::len)
+    };
+    let size = |refund: &Map<String, Value>| refund["outputSchema"].to_string().len();
+    let (shallow, deeper) = (at("0"), at("1"));
+    assert_eq!(
+        charge_members(&shallow),
+        0,
+        "{:.300}",
+        shallow["outputSchema"].to_string()
+    );
+    assert!(
+        charge_members(&deeper) > 30,
+        "{:.300}",
+        deeper["outputSchema"].to_string()
+    );
+    assert!(
+        size(&shallow) * 4 < size(&deeper),
+        "{} against {}",
+        size(&shallow),
+        size(&deeper)
+    );
+    std::fs::write(
+        dir.path().join("stripe.com_stripe_2025-10-15.sezzlee.json"),
+        r#"{"outputDepth": 1}"#,
+    )
+    .unwrap();
+    assert!(
+        at("0")["outputSchema"] == deeper["outputSchema"],
+        "the sidecar's depth 1 wins over --output-depth 0"
+    );
+
+    for depth in ["65", "-1", "two"] {
+        let mut command = crate::support::sezzlee_binary(None);
+        let refused = command
+            .arg("check")
+            .arg(dir.path())
+            .arg(format!("--output-depth={depth}"))
+            .output()
+            .expect("run sezzlee");
+        let stderr = text(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{depth}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "output depth '{depth}' is not an integer from 0 to 64"
+            )),
+            "{depth}: {stderr}"
+        );
+    }
+}

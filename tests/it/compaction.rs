@@ -356,3 +356,208 @@ async fn an_invalid_argument_inside_an_elided_part_is_refused_with_its_pointer()
         "no Stripe tool with an elided input part had a string member to break"
     );
 }
+
+// ------------------------------------------- the gateway-wide output depth
+
+/// A document whose one response nests four object levels
+/// (`next.next.next.next`), its operation called `operation_id`.
+fn nested_output(operation_id: &str) -> String {
+    let level = |inner: Value| json!({"type": "object", "properties": {"next": inner, "label": {"type": "string"}}});
+    let deep = level(level(level(level(json!({"type": "string"})))));
+    json!({
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "http://127.0.0.1:9/api"}],
+        "paths": {"/things": {"post": {
+            "operationId": operation_id,
+            "responses": {"200": {"content": {"application/json": {"schema": deep}}}}
+        }}}
+    })
+    .to_string()
+}
+
+/// How many object levels of a loaded definition's outputSchema are
+/// expanded: output depth `d` shows `d + 1` of the four (a stub ends them).
+fn output_levels(definition: &Value) -> usize {
+    fn levels(schema: &Value) -> usize {
+        match schema.pointer("/properties/next") {
+            Some(next) if next.get("properties").is_some() => 1 + levels(next),
+            Some(_) => 1,
+            None => 0,
+        }
+    }
+    levels(&definition["outputSchema"])
+}
+
+/// Three documents alike but for who sets their output depth: nobody
+/// (`make_plain`), their sidecar (`make_deep`, 2), their sidecar for the
+/// operation (`make_operation`, 1).
+fn documents_and_sidecars() -> Vec<(&'static str, String)> {
+    vec![
+        ("plain.json", nested_output("makePlain")),
+        ("deep.json", nested_output("makeDeep")),
+        ("deep.sezzlee.json", json!({"outputDepth": 2}).to_string()),
+        ("operation.json", nested_output("makeOperation")),
+        (
+            "operation.sezzlee.json",
+            json!({"tools": {"POST /things": {"outputDepth": 1}}}).to_string(),
+        ),
+    ]
+}
+
+/// The gateway's `output_depth` is what load_tool publishes for a document
+/// whose sidecar sets no depth; a sidecar's depth, for the document or
+/// for the operation, still wins over it.
+#[tokio::test]
+async fn the_gateway_output_depth_publishes_what_no_sidecar_sets() {
+    let files = documents_and_sidecars();
+    let default_levels = BuildOptions::DEFAULT_OUTPUT_DEPTH as usize + 1;
+    for (depth, plain_levels) in [
+        (None, default_levels),
+        (Some(0), 1),
+        (Some(1), 2),
+        (Some(64), 4),
+    ] {
+        let gateway = TestGateway::with_files(&files, |settings| {
+            if let Some(depth) = depth {
+                settings.output_depth = depth;
+            }
+        })
+        .await;
+        let load = async |name: &str| {
+            let definition = gateway.tool_ok("load_tool", json!({"name": name})).await;
+            output_levels(&definition)
+        };
+        assert_eq!(
+            load("make_plain").await,
+            plain_levels,
+            "gateway depth {depth:?}"
+        );
+        assert_eq!(load("make_deep").await, 3, "gateway depth {depth:?}");
+        assert_eq!(load("make_operation").await, 2, "gateway depth {depth:?}");
+    }
+}
+
+/// A `sezzlee serve` child on `dir` with `sezzlee.toml` text `file`, and
+/// `SEZZLEE_OUTPUT_DEPTH` and `--output-depth` when given.
+fn serve_with(
+    dir: &Path,
+    file: &str,
+    env: Option<&str>,
+    flag: Option<&str>,
+) -> std::process::Command {
+    let config = dir.join("settings").join("sezzlee.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, file).unwrap();
+    let mut command = crate::support::sezzlee_binary(None);
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--watch", "off"])
+        .arg("--catalogs")
+        .arg(dir.join("catalogs"))
+        .arg("--config")
+        .arg(&config)
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    if let Some(value) = env {
+        command.env("SEZZLEE_OUTPUT_DEPTH", value);
+    }
+    if let Some(value) = flag {
+        command.args(["--output-depth", value]);
+    }
+    command
+}
+
+/// The child's output when it exits within 30 s; `None` (after killing
+/// it) when it goes on serving, as it would with a value it took.
+fn refused_start(mut command: std::process::Command) -> Option<std::process::Output> {
+    let mut child = command.spawn().expect("sezzlee serve runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        if child
+            .try_wait()
+            .expect("the child can be waited on")
+            .is_some()
+        {
+            return Some(child.wait_with_output().expect("its output"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// load_tool's answer from the gateway at `url`.
+async fn load_over_http(url: &str, name: &str) -> Value {
+    let body = crate::support::modern_request(
+        1,
+        "tools/call",
+        json!({"name": "load_tool", "arguments": {"name": name}}),
+    );
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (name, value) in crate::support::modern_headers(&body) {
+        request = request.header(name, value);
+    }
+    let response = request.json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    crate::support::tool_reply(&body["result"]).payload
+}
+
+/// The binary reads the depth from `--output-depth`, else
+/// `SEZZLEE_OUTPUT_DEPTH`, else `output_depth` in `sezzlee.toml`; a sidecar
+/// still wins over all three. A value that is not an integer from 0 to 64
+/// stops start-up (exit 2) naming the value and the range, whichever way
+/// it came.
+#[tokio::test]
+async fn serve_takes_the_output_depth_from_the_flag_the_environment_or_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("catalogs")).unwrap();
+    for (name, text) in documents_and_sidecars() {
+        std::fs::write(dir.path().join("catalogs").join(name), text).unwrap();
+    }
+    for (env, flag, plain_levels) in [
+        (None, None, 1),
+        (Some("1"), None, 2),
+        (Some("1"), Some("2"), 3),
+    ] {
+        let mut child = serve_with(dir.path(), "output_depth = 0\n", env, flag)
+            .spawn()
+            .expect("sezzlee serve starts");
+        let (url, logs) = crate::support::listening_url(&mut child);
+        let plain = load_over_http(&url, "make_plain").await;
+        let deep = load_over_http(&url, "make_deep").await;
+        let _ = child.kill();
+        let _ = child.wait();
+        let given = format!("file 0, environment {env:?}, flag {flag:?}");
+        assert_eq!(output_levels(&plain), plain_levels, "{given}");
+        assert_eq!(output_levels(&deep), 3, "{given}");
+        drop(logs);
+    }
+    for (file, env, flag, given) in [
+        ("output_depth = 65\n", None, None, "'65'"),
+        ("output_depth = -1\n", None, None, "'-1'"),
+        ("", Some("65"), None, "'65'"),
+        ("", Some("deep"), None, "'deep'"),
+        ("output_depth = 1\n", Some("1"), Some("2.5"), "'2.5'"),
+    ] {
+        let refused = refused_start(serve_with(dir.path(), file, env, flag))
+            .unwrap_or_else(|| panic!("{file:?} {env:?} {flag:?}: started"));
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(
+            refused.status.code(),
+            Some(2),
+            "{file:?} {env:?} {flag:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "output depth {given} is not an integer from 0 to 64"
+            )),
+            "{file:?} {env:?} {flag:?}: {stderr}"
+        );
+    }
+}

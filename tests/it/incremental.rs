@@ -497,7 +497,7 @@ fn options_choices() -> [BuildOptions; 2] {
         BuildOptions::default(),
         BuildOptions {
             response_budget: 8_000,
-            output_depth: 1,
+            output_depth: 2,
         },
     ]
 }

@@ -28,6 +28,12 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// Largest tool answer, in characters of serialised JSON.
     pub response_budget: usize,
+    /// Object levels of every outputSchema published where a document's
+    /// sidecar sets none (`outputDepth`, contract 2.4.1): one setting for
+    /// the whole gateway, so an operator can trade load_tool size against
+    /// what an agent sees of a result without writing a sidecar per
+    /// document.
+    pub output_depth: u32,
     /// Most bytes of a backend response read; the rest is not read and the
     /// result says how much was left out.
     pub max_response_bytes: usize,
@@ -243,6 +249,7 @@ impl Default for Settings {
             allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
             max_body_bytes: 4 * 1024 * 1024,
             response_budget: 60_000,
+            output_depth: sezzlee_catalog::BuildOptions::DEFAULT_OUTPUT_DEPTH,
             max_response_bytes: crate::backend::DEFAULT_MAX_RESPONSE_BYTES,
             search_cache_bytes: crate::tools::search_cache::DEFAULT_BYTES,
             search_model: None,
@@ -275,6 +282,9 @@ pub struct FileSettings {
     pub allowed_origins: Option<Vec<String>>,
     pub max_body_bytes: Option<usize>,
     pub response_budget: Option<usize>,
+    /// Signed so that a negative value is refused with the range, not
+    /// with a type name.
+    pub output_depth: Option<i64>,
     pub max_response_bytes: Option<usize>,
     pub search_cache_bytes: Option<usize>,
     pub search_model: Option<PathBuf>,
@@ -305,6 +315,7 @@ pub struct Overrides {
     pub allowed_origins: Option<Vec<String>>,
     pub max_body_bytes: Option<usize>,
     pub response_budget: Option<usize>,
+    pub output_depth: Option<u32>,
     pub max_response_bytes: Option<usize>,
     pub search_cache_bytes: Option<usize>,
     pub search_model: Option<PathBuf>,
@@ -325,11 +336,12 @@ pub struct Overrides {
 
 impl Settings {
     /// What a catalog build takes from these settings: definitions are
-    /// published to fit the response budget.
+    /// published to fit the response budget, outputSchemas to the output
+    /// depth where a sidecar sets none.
     pub fn build_options(&self) -> sezzlee_catalog::BuildOptions {
         sezzlee_catalog::BuildOptions {
             response_budget: self.response_budget,
-            ..Default::default()
+            output_depth: self.output_depth,
         }
     }
 
@@ -369,6 +381,13 @@ impl Settings {
         }
         if let Some(v) = overrides.response_budget.or(file.response_budget) {
             s.response_budget = v;
+        }
+        if let Some(v) = overrides.output_depth.map(i64::from).or(file.output_depth) {
+            s.output_depth =
+                output_depth_within_range(v).map_err(|message| ConfigError::Value {
+                    setting: "output_depth",
+                    message,
+                })?;
         }
         if let Some(v) = overrides.max_response_bytes.or(file.max_response_bytes) {
             s.max_response_bytes = v;
@@ -458,6 +477,32 @@ impl Settings {
     }
 }
 
+/// Reads `--output-depth` and `SEZZLEE_OUTPUT_DEPTH` (clap's value
+/// parser), so a bad value is refused with the range the sidecar's
+/// `outputDepth` has, whichever way it was given.
+pub fn parse_output_depth(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<i64>() {
+        Ok(depth) => output_depth_within_range(depth),
+        Err(_) => Err(output_depth_refusal(text)),
+    }
+}
+
+/// The depth if it is one a sidecar could set too (0 to
+/// [`OutputDepth::MAX`](sezzlee_catalog::sidecar::OutputDepth::MAX)).
+fn output_depth_within_range(depth: i64) -> Result<u32, String> {
+    u32::try_from(depth)
+        .ok()
+        .filter(|depth| *depth <= sezzlee_catalog::sidecar::OutputDepth::MAX)
+        .ok_or_else(|| output_depth_refusal(&depth.to_string()))
+}
+
+fn output_depth_refusal(given: &str) -> String {
+    format!(
+        "output depth '{given}' is not an integer from 0 to {}",
+        sezzlee_catalog::sidecar::OutputDepth::MAX
+    )
+}
+
 /// `SEZZLEE_JWT_*` variables configure `[auth.jwt]` without a file (and
 /// replace the file's when they name keys); `SEZZLEE_JWT_ISSUER` alone
 /// means discovery only when the file configures no `[auth.jwt]`.
@@ -510,7 +555,7 @@ mod tests {
         let file = dir.path().join("sezzlee.toml");
         std::fs::write(
             &file,
-            "listen = \"127.0.0.1:9000\"\nresponse_budget = 1000\nendpoint = \"/x\"\nsearch_cache_bytes = 4096\n",
+            "listen = \"127.0.0.1:9000\"\nresponse_budget = 1000\nendpoint = \"/x\"\nsearch_cache_bytes = 4096\noutput_depth = 0\n",
         )
         .unwrap();
         let overrides = Overrides {
@@ -530,6 +575,18 @@ mod tests {
             0
         );
         assert_eq!(s.listen.port(), 9100);
+        assert_eq!(s.output_depth, 0);
+        assert_eq!(s.build_options().output_depth, 0);
+        let deeper = Overrides {
+            output_depth: Some(5),
+            ..Overrides::default()
+        };
+        let from_flag = Settings::resolve(&deeper, Some(&file)).unwrap();
+        assert_eq!(from_flag.build_options().output_depth, 5);
+        assert_eq!(
+            Settings::default().output_depth,
+            sezzlee_catalog::BuildOptions::DEFAULT_OUTPUT_DEPTH
+        );
         assert_eq!(s.response_budget, 1000);
         assert_eq!(s.endpoint, "/x");
         assert_eq!(s.max_body_bytes, Settings::default().max_body_bytes);
@@ -614,5 +671,40 @@ mod tests {
             "{refused:?}"
         );
         assert!(refused.to_string().contains("lisen"));
+    }
+
+    #[test]
+    fn an_output_depth_outside_0_to_64_is_refused_naming_it_and_the_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sezzlee.toml");
+        for (text, given) in [("output_depth = 65", "65"), ("output_depth = -1", "-1")] {
+            std::fs::write(&file, text).unwrap();
+            let refused = Settings::resolve(&Overrides::default(), Some(&file)).unwrap_err();
+            assert_eq!(refused.setting(), "output_depth");
+            assert_eq!(
+                refused.to_string(),
+                format!("output depth '{given}' is not an integer from 0 to 64")
+            );
+        }
+        std::fs::write(&file, "output_depth = 64").unwrap();
+        let deepest = Settings::resolve(&Overrides::default(), Some(&file)).unwrap();
+        assert_eq!(deepest.output_depth, 64);
+        let flag = Overrides {
+            output_depth: Some(65),
+            ..Overrides::default()
+        };
+        assert_eq!(
+            Settings::resolve(&flag, None).unwrap_err().setting(),
+            "output_depth"
+        );
+        assert_eq!(parse_output_depth(" 3 "), Ok(3));
+        for text in ["65", "-1", "2.5", "deep", ""] {
+            assert_eq!(
+                parse_output_depth(text),
+                Err(format!(
+                    "output depth '{text}' is not an integer from 0 to 64"
+                ))
+            );
+        }
     }
 }

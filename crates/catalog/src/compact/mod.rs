@@ -210,14 +210,17 @@ impl Compactor {
                 let mut walk = Walk::new(schema, cut.depth, cut.text, direction);
                 let value = serde_json::Value::Object(walk.object(map, level, true));
                 let needs = resolved_needs(schema, walk.needs);
-                if walk.elided {
+                // A relaxed `oneOf` is published too, elided or not: a
+                // definition that references cut ones is part of a
+                // compacted schema.
+                if walk.elided || walk.relaxed {
                     let mut canonical = String::new();
                     write_canonical_to(&value, &mut canonical);
                     Rendered {
                         def: Arc::new(Def::new(def.name.clone(), value, canonical)),
                         needs,
                         stubbed: resolved(schema, walk.stubbed),
-                        elided: true,
+                        elided: walk.elided,
                     }
                 } else {
                     Rendered {

@@ -230,6 +230,81 @@ fn a_compacted_schema_accepts_everything_the_full_one_accepts() {
     }
 }
 
+/// Two alternatives that differ only below the depth are both stubs
+/// there, so both accept a value only one of the full ones accepts:
+/// `oneOf` would refuse it, and a compacted schema publishes `anyOf`
+/// instead. A `oneOf` a cut cannot touch (scalars) stays, and so does
+/// every `oneOf` of a schema nothing was left out of.
+#[test]
+fn a_one_of_whose_alternatives_a_cut_relaxes_is_published_as_any_of() {
+    let shape = |kind: &str| {
+        json!({"type": "object", "required": ["inner"], "properties": {
+            "inner": {"type": "object", "properties": {"x": {"type": kind}}}
+        }})
+    };
+    let schema = schema_of(
+        json!({"Text": shape("string"), "Count": shape("integer")}),
+        json!({"type": "object", "properties": {
+            "value": {"oneOf": [
+                {"$ref": "#/components/schemas/Text"},
+                {"$ref": "#/components/schemas/Count"}
+            ]},
+            "id": {"oneOf": [{"type": "string"}, {"type": "integer"}]}
+        }}),
+        Direction::Output,
+    );
+    let instance = json!({"value": {"inner": {"x": "text"}}, "id": 7});
+    let full = jsonschema::validator_for(&schema.to_value()).unwrap();
+    assert!(full.is_valid(&instance));
+    let published = compacted(&schema, 1, Direction::Output);
+    assert!(
+        jsonschema::validator_for(&published)
+            .unwrap()
+            .is_valid(&instance),
+        "{published}"
+    );
+    let value = &published["properties"]["value"];
+    assert!(
+        value.get("oneOf").is_none() && value["anyOf"].is_array(),
+        "{value}"
+    );
+    assert!(
+        published["properties"]["id"]["oneOf"].is_array(),
+        "{published}"
+    );
+    let whole = compacted(&schema, 8, Direction::Output);
+    assert!(whole["properties"]["value"]["oneOf"].is_array(), "{whole}");
+    // Beside an `anyOf` of its own, the relaxed `oneOf` joins `allOf`.
+    let both = schema_of(
+        json!({"Text": shape("string"), "Count": shape("integer")}),
+        json!({"type": "object", "properties": {"value": {
+            "anyOf": [{"type": "object"}, {"type": "null"}],
+            "oneOf": [
+                {"$ref": "#/components/schemas/Text"},
+                {"$ref": "#/components/schemas/Count"}
+            ]
+        }}}),
+        Direction::Output,
+    );
+    let published = compacted(&both, 1, Direction::Output);
+    let value = &published["properties"]["value"];
+    assert_eq!(
+        value["anyOf"],
+        json!([{"type": "object"}, {"type": "null"}])
+    );
+    assert_eq!(
+        value["allOf"][0]["anyOf"][0],
+        json!({"$ref": "#/$defs/Text"}),
+        "{value}"
+    );
+    assert!(
+        jsonschema::validator_for(&published)
+            .unwrap()
+            .is_valid(&json!({"value": {"inner": {"x": "text"}}})),
+        "{published}"
+    );
+}
+
 #[test]
 fn chars_counts_the_rendering_exactly() {
     let schema = schema_of(

@@ -67,6 +67,10 @@ pub struct Walk<'s> {
     pub stubbed: BTreeSet<String>,
     /// Whether anything was replaced by a stub.
     pub elided: bool,
+    /// Whether a `oneOf` was published as `anyOf` ([`Walk::relaxes`]): the
+    /// walked copy differs from the full schema even when nothing was
+    /// left out.
+    pub relaxed: bool,
 }
 
 impl<'s> Walk<'s> {
@@ -79,6 +83,7 @@ impl<'s> Walk<'s> {
             needs: BTreeMap::new(),
             stubbed: BTreeSet::new(),
             elided: false,
+            relaxed: false,
         }
     }
 
@@ -100,6 +105,7 @@ impl<'s> Walk<'s> {
             .unwrap_or_default();
         let mut out = Map::with_capacity(map.len());
         let mut long_enum: Option<&Vec<Value>> = None;
+        let mut relaxed_one_of: Option<Value> = None;
         for (key, value) in map {
             let kept = match (key.as_str(), value) {
                 ("$ref", Value::String(reference)) => {
@@ -130,6 +136,16 @@ impl<'s> Walk<'s> {
                 ("additionalProperties" | "unevaluatedProperties" | "propertyNames", _) => {
                     self.node(value, level + 1, false)
                 }
+                ("oneOf", Value::Array(items)) if self.relaxes(items) => {
+                    self.relaxed = true;
+                    relaxed_one_of = Some(Value::Array(
+                        items
+                            .iter()
+                            .map(|item| self.node(item, level, required_value))
+                            .collect(),
+                    ));
+                    continue;
+                }
                 ("allOf" | "anyOf" | "oneOf" | "prefixItems", Value::Array(items)) => Value::Array(
                     items
                         .iter()
@@ -155,6 +171,19 @@ impl<'s> Walk<'s> {
             };
             out.insert(key.clone(), kept);
         }
+        if let Some(alternatives) = relaxed_one_of {
+            // Beside an `anyOf` of its own, the relaxed one joins `allOf`.
+            if out.contains_key("anyOf") {
+                let all = out
+                    .entry("allOf")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(all) = all {
+                    all.push(json!({"anyOf": alternatives}));
+                }
+            } else {
+                out.insert("anyOf".to_string(), alternatives);
+            }
+        }
         if let Some(values) = long_enum {
             let shown: Vec<String> = values
                 .iter()
@@ -171,6 +200,21 @@ impl<'s> Walk<'s> {
             out.insert("description".to_string(), json!(description));
         }
         out
+    }
+
+    /// Whether a `oneOf` of `alternatives` is published as `anyOf`: when
+    /// a cut may relax them (one opens levels, which a stub may end here
+    /// or in a definition it references, or the walk trims constraints),
+    /// two relaxed alternatives can both accept a value only one of the
+    /// full ones accepts, and `oneOf` would refuse it; `anyOf` accepts
+    /// whatever `oneOf` did, so the published schema stays a relaxation.
+    /// Alternatives a cut cannot touch (scalars, enums) stay `oneOf`.
+    fn relaxes(&self, alternatives: &[Value]) -> bool {
+        self.text >= Text::Short
+            || alternatives
+                .iter()
+                .filter_map(Value::as_object)
+                .any(opens_levels)
     }
 
     /// An annotation or constraint as this walk's [`Text`] keeps it: as
