@@ -9,12 +9,22 @@ use sezzlee_gateway::settings::{DemoBackend, Overrides, Settings, parse_output_d
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// mimalloc: a served catalog is millions of small allocations (schema
-/// trees, names, postings); mimalloc keeps them with less overhead and
-/// returns freed memory after a rebuild, where the system allocator kept
-/// the resident set ~25% higher on the shared corpus (`benches/reload.rs`).
+/// The allocator is chosen by feature (`Cargo.toml`, `[features]`):
+/// `mimalloc` by default, `jemalloc`, or neither for the system's. A served
+/// catalog is millions of small allocations (schema trees, names, postings)
+/// and a large request body is a burst of big ones; which allocator keeps
+/// the least of them resident afterwards is measured by
+/// `scripts/allocator-compare.sh` (`benches/README.md`, "Allocators"):
+/// mimalloc with `MIMALLOC_PURGE_DELAY=0` in the environment, which the image
+/// and the manifests set.
+#[cfg(all(feature = "mimalloc", feature = "jemalloc"))]
+compile_error!("features `mimalloc` and `jemalloc` both choose the allocator: enable one");
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[derive(Parser)]
 #[command(
