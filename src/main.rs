@@ -15,8 +15,8 @@ use std::process::ExitCode;
 /// and a large request body is a burst of big ones; which allocator keeps
 /// the least of them resident afterwards is measured by
 /// `scripts/allocator-compare.sh` (`benches/README.md`, "Allocators"):
-/// mimalloc with `MIMALLOC_PURGE_DELAY=0` in the environment, which the image
-/// and the manifests set.
+/// mimalloc with `MIMALLOC_PURGE_DELAY=0`, which `serve` sets for itself
+/// ([`purge_freed_memory_at_once`]) and the image and the manifests set.
 #[cfg(all(feature = "mimalloc", feature = "jemalloc"))]
 compile_error!("features `mimalloc` and `jemalloc` both choose the allocator: enable one");
 #[cfg(feature = "mimalloc")]
@@ -241,6 +241,34 @@ impl ServeArgs {
     }
 }
 
+/// The gateway with mimalloc returns freed memory at once
+/// (`MIMALLOC_PURGE_DELAY=0`, the setting `scripts/allocator-compare.sh`
+/// chose: a tenth of the default's retention after large requests, the same
+/// throughput). mimalloc reads its options before `main`, so when the
+/// variable is unset `serve` runs itself again with it set; an operator's
+/// own value is kept. If that cannot be done, it serves as it is.
+fn purge_freed_memory_at_once() {
+    #[cfg(all(unix, feature = "mimalloc"))]
+    {
+        use std::os::unix::process::CommandExt;
+        const PURGE_DELAY: &str = "MIMALLOC_PURGE_DELAY";
+        if std::env::var_os(PURGE_DELAY).is_some() {
+            return;
+        }
+        let Ok(program) = std::env::current_exe() else {
+            return;
+        };
+        // `exec` returns only when it failed.
+        let failed = std::process::Command::new(program)
+            .args(std::env::args_os().skip(1))
+            .env(PURGE_DELAY, "0")
+            .exec();
+        eprintln!(
+            "sezzlee serve: could not set {PURGE_DELAY}=0 ({failed}); serving with mimalloc's default"
+        );
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -286,6 +314,7 @@ fn main() -> ExitCode {
             ttl_seconds: ttl,
         }),
         Command::Serve(args) => {
+            purge_freed_memory_at_once();
             // Before the settings: `max_connections` defaults to half the
             // limit in force.
             sezzlee_gateway::open_files::raise_limit();

@@ -5,6 +5,7 @@
 //! documents.
 
 mod access_log;
+mod allocator;
 mod auth_messages;
 mod backend;
 mod backend_credentials;
