@@ -9,7 +9,6 @@
 use crate::backend::Backend;
 use crate::support::*;
 use serde_json::json;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// A query parameter's value and a static credential that must never be logged.
@@ -71,13 +70,8 @@ async fn every_backend_call_leaves_one_access_line_and_an_unknown_host_is_not_re
         document("http://no-such-host.invalid:8080/api", "getNowhere"),
     )
     .unwrap();
-    let mut child = sezzlee_binary(None)
-        .args(["serve", "--listen", "127.0.0.1:0", "--watch", "off"])
-        .arg("--catalogs")
-        .arg(dir.path())
+    let mut child = serve_command(dir.path())
         .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("sezzlee serve starts");
     let (url, logs) = listening_url(&mut child);

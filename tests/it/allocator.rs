@@ -5,26 +5,13 @@
 //! environment (`/proc/PID/environ`), Linux only.
 
 use crate::support::*;
-use std::process::Stdio;
 
 /// `MIMALLOC_PURGE_DELAY` in the environment of a `sezzlee serve` started
 /// with `given` (or without the variable).
 #[cfg(target_os = "linux")]
 fn purge_delay_in_force(given: Option<&str>) -> Option<String> {
-    let mut command = sezzlee_binary(None);
-    command
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--watch",
-            "off",
-            "--catalogs",
-        ])
-        .arg(shipped_catalogs())
-        .env_remove("MIMALLOC_PURGE_DELAY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut command = serve_command(&shipped_catalogs());
+    command.env_remove("MIMALLOC_PURGE_DELAY");
     if let Some(value) = given {
         command.env("MIMALLOC_PURGE_DELAY", value);
     }

@@ -7,7 +7,6 @@
 
 use crate::support::*;
 use serde_json::json;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const KEY: &str = "operator-key-5f1c0e9b7a";
@@ -30,19 +29,10 @@ fn config(dir: &std::path::Path, secret_env: Option<&str>) -> std::path::PathBuf
 /// `sezzlee serve` on the shipped catalogs with `config`, its API key in
 /// the child's environment.
 fn serve(config: &std::path::Path) -> std::process::Command {
-    let mut command = sezzlee_binary(None);
+    let mut command = serve_command(&shipped_catalogs());
     command
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--watch",
-            "off",
-            "--config",
-        ])
+        .arg("--config")
         .arg(config)
-        .arg("--catalogs")
-        .arg(shipped_catalogs())
         .env("SEZZLEE_AUTH_MESSAGES_KEY", KEY);
     command
 }
@@ -53,8 +43,6 @@ async fn a_wrong_api_key_is_told_as_such_and_refusals_are_logged() {
     let config = config(dir.path(), None);
     let mut child = serve(&config)
         .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("sezzlee serve starts");
     let (url, logs) = listening_url(&mut child);

@@ -8,12 +8,10 @@
 //! child process and serves the demo end to end.
 
 use crate::support::*;
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use sezzlee_gateway::settings::{AuthSettings, JwtSettings};
 use std::process::Stdio;
 use std::sync::Once;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The variable `examples/auth-demo.toml` names, under this module's own
 /// name, and its value.
@@ -55,13 +53,7 @@ fn auth_demo() -> AuthSettings {
 
 /// A token as `sezzlee token --scope SCOPE` mints it.
 fn token(scope: &str) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let claims = json!({"sub": "demo-user", "scope": scope, "iat": now, "exp": now + 600});
-    let key = EncodingKey::from_secret(SECRET.1.as_bytes()).unwrap();
-    jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key).unwrap()
+    hs256_token(SECRET.1, "demo-user", scope)
 }
 
 /// Headers a caller adds to its requests.

@@ -14,7 +14,7 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -723,18 +723,7 @@ struct Served {
 
 impl Served {
     fn start(catalogs: &Path) -> Served {
-        let mut child = sezzlee_binary(None)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--watch",
-                "off",
-                "--catalogs",
-            ])
-            .arg(catalogs)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+        let mut child = serve_command(catalogs)
             .spawn()
             .expect("sezzlee serve starts");
         let (url, _logs) = crate::support::listening_url(&mut child);

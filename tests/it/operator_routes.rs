@@ -14,7 +14,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::json;
 use sezzlee_gateway::settings::{ApiKeySettings, AuthSettings, JwtSettings};
 use std::sync::Once;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 /// The HS256 secret and the operator's API key: variables and values.
 const SECRET: (&str, &str) = (
@@ -60,13 +60,7 @@ fn auth(required: bool) -> AuthSettings {
 
 /// A token signed with the secret, carrying `scope`.
 fn token(scope: &str) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let claims = json!({"sub": "someone", "scope": scope, "iat": now, "exp": now + 600});
-    let key = EncodingKey::from_secret(SECRET.1.as_bytes()).unwrap();
-    jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key).unwrap()
+    hs256_token(SECRET.1, "someone", scope)
 }
 
 fn bearer(token: &str) -> String {

@@ -786,3 +786,36 @@ pub async fn invoke_at(url: &str, tool: &str, arguments: Value) -> Value {
     let body: Value = response.json().await.expect("a JSON answer");
     tool_reply(&body["result"]).payload
 }
+
+/// `sezzlee serve` on `catalogs` as the process tests run it: any free
+/// loopback port (read it with [`listening_url`]), no watcher, stdout
+/// dropped and stderr piped for the logs. Callers add their own flags and
+/// environment before spawning.
+pub fn serve_command(catalogs: &Path) -> std::process::Command {
+    let mut command = sezzlee_binary(None);
+    command
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--watch",
+            "off",
+            "--catalogs",
+        ])
+        .arg(catalogs)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    command
+}
+
+/// An HS256 token signed with `secret` for `subject` with `scope`, valid
+/// for ten minutes, as `sezzlee token` mints it.
+pub fn hs256_token(secret: &str, subject: &str, scope: &str) -> String {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header};
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    let claims = json!({"sub": subject, "scope": scope, "iat": now, "exp": now + 600});
+    let key = EncodingKey::from_secret(secret.as_bytes()).expect("an HS256 key");
+    jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key).expect("an HS256 token")
+}

@@ -11,7 +11,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
 use serde_json::json;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -179,20 +178,9 @@ async fn exported_spans_reach_an_otlp_receiver_and_the_backend_joins_the_trace()
     for (name, content) in catalog(&backend.base) {
         std::fs::write(dir.path().join(name), content).unwrap();
     }
-    let mut child = sezzlee_binary(None)
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--watch",
-            "off",
-            "--catalogs",
-        ])
-        .arg(dir.path())
+    let mut child = serve_command(dir.path())
         .args(["--otlp-endpoint", &receiver])
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("sezzlee serve starts");
     let (url, _logs) = crate::support::listening_url(&mut child);
