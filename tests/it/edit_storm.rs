@@ -63,8 +63,8 @@
 use crate::backend::Backend;
 use crate::support::{
     GENERATION, LEGACY, MODERN, SUBSCRIPTION, ToolReply, assert_envelope, assert_result,
-    legacy_headers, legacy_request, listening_url, modern_headers, modern_request, names,
-    record_list_changed, sezzlee_binary, tool_reply,
+    legacy_headers, legacy_request, listening_url, modern_headers, modern_post, modern_request,
+    names, record_list_changed, sezzlee_binary, tool_reply,
 };
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value, json};
@@ -1435,15 +1435,10 @@ impl Listener {
             json!({"notifications": {"toolsListChanged": true}}),
         );
         body["id"] = json!(id);
-        let mut request = client
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(serde_json::to_vec(&body).unwrap());
-        for (name, value) in modern_headers(&body) {
-            request = request.header(name, value);
-        }
-        let response = request.send().await.expect("listen request sent");
+        let response = modern_post(client, url, &body)
+            .send()
+            .await
+            .expect("listen request sent");
         assert_eq!(response.status().as_u16(), 200, "listen {id}");
         assert_eq!(
             response

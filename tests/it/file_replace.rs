@@ -309,15 +309,10 @@ async fn listen(url: String, base: String, seen: Arc<Mutex<Seen>>) {
         json!({"notifications": {"toolsListChanged": true}}),
     );
     body["id"] = json!("replace");
-    let mut request = client
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(serde_json::to_vec(&body).unwrap());
-    for (name, value) in modern_headers(&body) {
-        request = request.header(name, value);
-    }
-    let response = request.send().await.expect("listen request sent");
+    let response = modern_post(&client, &url, &body)
+        .send()
+        .await
+        .expect("listen request sent");
     assert_eq!(response.status().as_u16(), 200);
     let mut stream = response.bytes_stream();
     let mut buffer: Vec<u8> = Vec::new();

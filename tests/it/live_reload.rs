@@ -335,15 +335,10 @@ impl Listener {
         notifications: Value,
     ) -> Result<Listener, Reply> {
         let body = listen_body(&id, notifications);
-        let mut request = client
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(serde_json::to_vec(&body).unwrap());
-        for (name, value) in modern_headers(&body) {
-            request = request.header(name, value);
-        }
-        let response = request.send().await.expect("listen request sent");
+        let response = modern_post(client, url, &body)
+            .send()
+            .await
+            .expect("listen request sent");
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         if status != 200 {

@@ -770,15 +770,7 @@ pub async fn invoke_at(url: &str, tool: &str, arguments: Value) -> Value {
         "tools/call",
         json!({"name": "invoke_tool", "arguments": {"name": tool, "arguments": arguments}}),
     );
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream");
-    for (name, value) in modern_headers(&body) {
-        request = request.header(name, value);
-    }
-    let response = request
-        .json(&body)
+    let response = modern_post(&reqwest::Client::new(), url, &body)
         .send()
         .await
         .expect("the gateway answers");
@@ -818,4 +810,19 @@ pub fn hs256_token(secret: &str, subject: &str, scope: &str) -> String {
     let claims = json!({"sub": subject, "scope": scope, "iat": now, "exp": now + 600});
     let key = EncodingKey::from_secret(secret.as_bytes()).expect("an HS256 key");
     jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &key).expect("an HS256 token")
+}
+
+/// A POST of the 2026-07-28 message `body` to `url` with the headers that
+/// era asks for (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`), ready to
+/// send: a tool call, or a `subscriptions/listen` stream.
+pub fn modern_post(client: &reqwest::Client, url: &str, body: &Value) -> reqwest::RequestBuilder {
+    let mut request = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(serde_json::to_vec(body).expect("a JSON body"));
+    for (name, value) in modern_headers(body) {
+        request = request.header(name, value);
+    }
+    request
 }
