@@ -148,16 +148,6 @@ impl Reloader {
             released,
         } = swapped;
         let report = steps.report;
-        if !changed {
-            // A rebuild with nothing an agent can see changed (a file
-            // touched, rewritten with the same content): no news for an
-            // operator, no generation, nothing sent.
-            tracing::debug!(
-                generation,
-                elapsed_ms = steps.elapsed.as_millis() as u64,
-                "catalog rebuilt; nothing an agent can see changed"
-            );
-        }
         if changed {
             tracing::info!(
                 generation,
@@ -171,6 +161,15 @@ impl Reloader {
                 prepare_ms = steps.prepare.as_millis() as u64,
                 elapsed_ms = steps.elapsed.as_millis() as u64,
                 "catalog reloaded"
+            );
+        } else {
+            // A rebuild with nothing an agent can see changed (a file
+            // touched, rewritten with the same content): no news for an
+            // operator, no generation, nothing sent.
+            tracing::debug!(
+                generation,
+                elapsed_ms = steps.elapsed.as_millis() as u64,
+                "catalog rebuilt; nothing an agent can see changed"
             );
         }
         // What no request waits on, off the async workers: the effects of

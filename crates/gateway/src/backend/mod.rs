@@ -36,8 +36,9 @@ pub enum Failure {
     /// No complete answer in time: the request may have reached the backend.
     Timeout { after: Duration },
     /// The name system says the backend's host name does not exist: nothing
-    /// was sent, and a retry cannot help until the catalog changes.
-    UnknownHost { host: String },
+    /// was sent, and a retry cannot help until the catalog changes. (The
+    /// host is the request's: the caller names it from the URL it built.)
+    UnknownHost,
 }
 
 /// What resolvers say (glibc, musl, macOS) when a name does not exist, as
@@ -51,15 +52,13 @@ const NO_SUCH_NAME: [&str; 3] = [
 
 /// A connection failure that is the name system saying the host does not
 /// exist becomes [`Failure::UnknownHost`].
-fn name_not_found(failure: Failure, url: &str) -> Failure {
+fn name_not_found(failure: Failure) -> Failure {
     match &failure {
         Failure::Unavailable {
             detail,
             maybe_reached: false,
         } if detail.contains("dns error") && NO_SUCH_NAME.iter().any(|m| detail.contains(m)) => {
-            Failure::UnknownHost {
-                host: host_of(url).to_string(),
-            }
+            Failure::UnknownHost
         }
         _ => failure,
     }
@@ -160,7 +159,6 @@ impl Client {
         timeout: Duration,
     ) -> Result<BackendResponse, Failure> {
         let max = self.max_response_bytes;
-        let url = outgoing.url.clone();
         // A URL `http::Uri` does not take (a host to spell in IDNA) goes
         // to reqwest, whose URL parser does, and so does one with user
         // information, which reqwest sends as Basic credentials.
@@ -189,7 +187,7 @@ impl Client {
             }
         };
         match tokio::time::timeout(timeout, exchange).await {
-            Ok(result) => result.map_err(|failure| name_not_found(failure, &url)),
+            Ok(result) => result.map_err(name_not_found),
             Err(_) => Err(Failure::Timeout { after: timeout }),
         }
     }

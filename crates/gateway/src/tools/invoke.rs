@@ -333,15 +333,12 @@ async fn dispatch(
     let elapsed = started.elapsed();
     let outcome = match &result {
         Ok(response) => BackendOutcome::Status(response.status),
-        Err(Failure::Unavailable { .. } | Failure::UnknownHost { .. }) => {
-            BackendOutcome::Unavailable
-        }
+        Err(Failure::Unavailable { .. } | Failure::UnknownHost) => BackendOutcome::Unavailable,
         Err(Failure::Timeout { .. }) => BackendOutcome::Timeout,
     };
-    context
-        .metrics
-        .backend_call(crate::backend::host_of(&base_url), outcome, elapsed);
-    access_log(tool, &base_url, &result, elapsed);
+    let host = crate::backend::host_of(&base_url);
+    context.metrics.backend_call(host, outcome, elapsed);
+    access_log(tool, host, &result, elapsed);
     match result {
         Ok(response) => answer_from(response, context.budget),
         Err(Failure::Unavailable {
@@ -366,7 +363,7 @@ async fn dispatch(
                 Map::from_iter([("mayHaveReachedBackend".to_string(), json!(maybe_reached))]),
             )
         }
-        Err(Failure::UnknownHost { host }) => ToolAnswer::fail(
+        Err(Failure::UnknownHost) => ToolAnswer::fail(
             Code::BackendUnavailable,
             format!(
                 "The backend's host name '{host}' does not exist (the name system says so); the request did not reach it. A retry will not help: the catalog owner must fix the server URL or backend.baseUrl."
@@ -393,11 +390,10 @@ async fn dispatch(
 /// the backend. `RUST_LOG=info,sezzlee::access=off` silences it.
 fn access_log(
     tool: &Tool,
-    base_url: &str,
+    host: &str,
     result: &Result<BackendResponse, Failure>,
     elapsed: Duration,
 ) {
-    let host = crate::backend::host_of(base_url);
     // Milliseconds to the microsecond, as text: `1.302`, not `1.3019690000000002`.
     let duration_ms = format!("{:.3}", elapsed.as_secs_f64() * 1_000.0);
     let method = tool.operation.method.as_str();
@@ -411,7 +407,7 @@ fn access_log(
             let (outcome, may_have_reached) = match failure {
                 Failure::Unavailable { maybe_reached, .. } => ("unavailable", *maybe_reached),
                 Failure::Timeout { .. } => ("timeout", true),
-                Failure::UnknownHost { .. } => ("unknown_host", false),
+                Failure::UnknownHost => ("unknown_host", false),
             };
             tracing::info!(
                 target: "sezzlee::access",
