@@ -18,9 +18,9 @@
 use serde_json::Value;
 use sezzlee_catalog::schema::Def;
 use sezzlee_catalog::search::SearchIndex;
-use sezzlee_catalog::semantic::TextModel;
 use sezzlee_catalog::{Catalog, Schema, Sources};
 use sezzlee_gateway::tools::Prepared;
+use sezzlee_semantic::TextModel;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::path::Path;
@@ -163,10 +163,29 @@ fn main() {
     let distinct_defs = defs.len();
     drop(defs);
 
+    // With a model, the vectors a gateway would hold once every tool is
+    // embedded: run the gateway (or `sezzlee check --search-tasks`) on the
+    // folder first, so the vector cache (SEZZLEE_VECTOR_CACHE, else the
+    // default folder) has them; texts it lacks stay without a row.
     let model = std::env::var_os("SEZZLEE_SEARCH_MODEL")
         .filter(|v| !v.is_empty())
         .map(|folder| {
-            Arc::new(TextModel::load(Path::new(&folder)).expect("the search model loads"))
+            let model =
+                Arc::new(TextModel::load(Path::new(&folder)).expect("the search model loads"));
+            let cache = std::env::var_os("SEZZLEE_VECTOR_CACHE")
+                .map(std::path::PathBuf::from)
+                .or_else(sezzlee_semantic::cache::default_root)
+                .and_then(|root| {
+                    sezzlee_semantic::DiskCache::open(
+                        &root,
+                        model.digest(),
+                        model.dimensions(),
+                        sezzlee_semantic::cache::DEFAULT_LIMIT_BYTES,
+                    )
+                    .ok()
+                    .map(|(cache, _)| cache)
+                });
+            sezzlee_gateway::embedding::Embedder::new(model, cache)
         });
     let (prepared, prepared_bytes) = measured(|| Prepared::new(&catalog, model.as_ref()));
     let steady = live().saturating_sub(baseline);

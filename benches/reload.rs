@@ -37,7 +37,6 @@
 
 use serde_json::Value;
 use sezzlee_catalog::search::{SearchIndex, query_keywords};
-use sezzlee_catalog::semantic::{self, TextModel, ToolVectors};
 use sezzlee_catalog::source::is_catalog_file;
 use sezzlee_catalog::{Catalog, Sources};
 use sezzlee_client::listen::ListenOptions;
@@ -46,6 +45,7 @@ use sezzlee_gateway::gateway::Gateway;
 use sezzlee_gateway::reload::{self, Reloader};
 use sezzlee_gateway::settings::{DemoBackend, Settings, WatchMode};
 use sezzlee_gateway::tools::Prepared;
+use sezzlee_semantic::{self as semantic, TextModel, ToolVectors};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -144,7 +144,12 @@ fn search_latency(catalog: &Catalog, vectors: Option<&ToolVectors>) {
         for query in &queries {
             let started = Instant::now();
             let words = query_keywords(query);
-            let page = semantic::rank(index, vectors, &words, 20, |_| true, None);
+            let sentence = semantic::query_sentence(query);
+            let query = semantic::Query {
+                words: &words,
+                sentence: &sentence,
+            };
+            let page = semantic::rank(index, vectors, query, 20, |_| true, None);
             times.push(started.elapsed().as_secs_f64() * 1e6);
             std::hint::black_box(page);
         }
@@ -218,7 +223,23 @@ fn main() {
     let scanned = started.elapsed();
     let catalog = Catalog::build_with(&sources, &options);
     let built = started.elapsed() - scanned;
-    let prepared = Prepared::new(&catalog, model.as_ref());
+    let prepared = Prepared::new(&catalog, None);
+    // Every tool embedded before ranking (from the vector cache when a
+    // gateway or an earlier run filled it).
+    let cache = model.as_ref().and_then(|model| {
+        let root = settings.vector_cache.as_ref()?;
+        sezzlee_semantic::DiskCache::open(
+            root,
+            model.digest(),
+            model.dimensions(),
+            sezzlee_semantic::cache::DEFAULT_LIMIT_BYTES,
+        )
+        .ok()
+        .map(|(cache, _)| cache)
+    });
+    let vectors = model
+        .as_ref()
+        .map(|model| ToolVectors::build(model, &catalog, None, cache.as_ref()));
     sources.release_parsed();
     let cold = started.elapsed();
     let index_started = Instant::now();
@@ -235,7 +256,7 @@ fn main() {
         (cold - scanned - built).as_secs_f64(),
         catalog.documents.len()
     );
-    search_latency(&catalog, prepared.vectors.as_ref());
+    search_latency(&catalog, vectors.as_ref());
     drop(prepared);
     definition_latency(&catalog);
     let documents: Vec<PathBuf> = catalog

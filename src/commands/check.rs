@@ -200,8 +200,13 @@ pub fn emitted(tool: &Tool) -> Value {
 /// `--search-tasks FILE`: the search quality report of [`crate::commands::search_tasks`]
 /// on stdout. Exit 0, or 1 when a task names an operation the folder does
 /// not have, or 2 when the folder or the task file cannot be read.
-pub fn run_search_tasks(dir: &Path, tasks_file: &Path, model: Option<&Path>) -> ExitCode {
-    let model = match model.map(sezzlee_catalog::semantic::TextModel::load) {
+pub fn run_search_tasks(
+    dir: &Path,
+    tasks_file: &Path,
+    model: Option<&Path>,
+    vector_cache: Option<std::path::PathBuf>,
+) -> ExitCode {
+    let model = match model.map(sezzlee_semantic::TextModel::load) {
         None => None,
         Some(Ok(model)) => Some(std::sync::Arc::new(model)),
         Some(Err(err)) => {
@@ -223,7 +228,27 @@ pub fn run_search_tasks(dir: &Path, tasks_file: &Path, model: Option<&Path>) -> 
             return ExitCode::from(2);
         }
     };
-    match crate::commands::search_tasks::evaluate(dir, &tasks, model.as_ref()) {
+    // Vectors of earlier runs (or of a gateway sharing the folder) are
+    // reused; a folder that cannot be used only costs the embedding time.
+    let cache = model.as_ref().and_then(|model| {
+        let root = vector_cache.filter(|root| !root.as_os_str().is_empty())?;
+        match sezzlee_semantic::DiskCache::open(
+            &root,
+            model.digest(),
+            model.dimensions(),
+            sezzlee_semantic::cache::DEFAULT_LIMIT_BYTES,
+        ) {
+            Ok((cache, _)) => Some(cache),
+            Err(err) => {
+                eprintln!(
+                    "sezzlee check: vector cache {}: {err}; embedding without it",
+                    root.display()
+                );
+                None
+            }
+        }
+    });
+    match crate::commands::search_tasks::evaluate(dir, &tasks, model.as_ref(), cache.as_ref()) {
         Ok((report, all_known)) => {
             print!("{report}");
             if all_known {

@@ -14,9 +14,9 @@
 //! line starting with `query` and lines starting with `#` are skipped.
 
 use sezzlee_catalog::search::query_keywords;
-use sezzlee_catalog::semantic::{self, TextModel, ToolVectors};
 use sezzlee_catalog::{BuildOptions, Catalog, Sources};
 use sezzlee_gateway::tools::search::MAX_LIMIT;
+use sezzlee_semantic::{self as semantic, DiskCache, TextModel, ToolVectors};
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -135,16 +135,27 @@ pub fn parse_tasks(text: &str) -> Result<Vec<Task>, String> {
     Ok(tasks)
 }
 
-/// One task measured: where its operation ranked and which tool came first.
+/// One task measured: where its operation ranked (fused, and under each
+/// signal alone) and which tool came first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measured {
     pub outcome: Outcome,
     /// The name of the first result, if any.
     pub first: Option<String>,
+    /// The operation's rank under keywords alone (`None`: not in the
+    /// first [`SIGNAL_DEPTH`]).
+    pub keyword_rank: Option<usize>,
+    /// Its rank under meaning alone, when a model ranked.
+    pub meaning_rank: Option<usize>,
+    /// How much meaning weighed in the fused ranking (0: keywords alone).
+    pub weight: f32,
 }
 
+/// How deep each signal is read when a miss is explained.
+pub const SIGNAL_DEPTH: usize = 1000;
+
 /// Where `task`'s operation ranks in `catalog`, as search_tools would list
-/// it for a caller who sees every tool.
+/// it for a caller who sees every tool, and under each signal alone.
 pub fn rank(catalog: &Catalog, vectors: Option<&ToolVectors>, task: &Task) -> Measured {
     let tools = catalog.tools();
     let is_target = |i: usize| *tools[i].document == *task.document && tools[i].route == task.route;
@@ -152,24 +163,44 @@ pub fn rank(catalog: &Catalog, vectors: Option<&ToolVectors>, task: &Task) -> Me
         return Measured {
             outcome: Outcome::UnknownTarget,
             first: None,
+            keyword_rank: None,
+            meaning_rank: None,
+            weight: 0.0,
         };
     }
     let words = query_keywords(&task.query);
-    let ranked = semantic::rank(
+    let sentence = semantic::query_sentence(&task.query);
+    let query = semantic::Query {
+        words: &words,
+        sentence: &sentence,
+    };
+    let ranking = semantic::rank_explained(
         catalog.search_index(),
         vectors,
-        &words,
+        query,
         MAX_LIMIT,
         |_| true,
         None,
     );
-    let outcome = match ranked.iter().position(|&i| is_target(i)) {
+    let outcome = match ranking.page.iter().position(|&i| is_target(i)) {
         Some(position) => Outcome::Ranked(position + 1),
         None => Outcome::Beyond,
     };
+    let keywords =
+        catalog
+            .search_index()
+            .matched_keywords_with(&words, SIGNAL_DEPTH, |_| true, None);
+    let meaning_rank = vectors.and_then(|vectors| {
+        let vector = vectors.embed_query(&sentence)?;
+        let nearest = vectors.nearest(&vector, SIGNAL_DEPTH, &|_| true);
+        Some(nearest.iter().position(|&(i, _)| is_target(i))? + 1)
+    });
     Measured {
         outcome,
-        first: ranked.first().map(|&i| tools[i].name.clone()),
+        first: ranking.page.first().map(|&i| tools[i].name.clone()),
+        keyword_rank: keywords.iter().position(|&i| is_target(i)).map(|p| p + 1),
+        meaning_rank,
+        weight: ranking.weight,
     }
 }
 
@@ -185,15 +216,29 @@ pub fn sources_of_document(all: &Sources, whole: &Catalog, document: &str) -> So
 
 /// Runs every task against the whole folder and against each document
 /// alone; returns the report and whether every task's operation exists.
+/// Texts the vector `cache` lacks are embedded (and cached) first.
 pub fn evaluate(
     dir: &Path,
     tasks: &[Task],
     model: Option<&Arc<TextModel>>,
+    cache: Option<&DiskCache>,
 ) -> std::io::Result<(String, bool)> {
     let sources = Sources::scan(dir, None)?;
     let whole = Catalog::build(&sources);
-    let whole_vectors = model.map(|model| ToolVectors::build(model, &whole, None));
+    let started = std::time::Instant::now();
+    let whole_vectors = model.map(|model| ToolVectors::build(model, &whole, None, cache));
     let mut report = String::new();
+    if let (Some(model), Some(vectors)) = (model, &whole_vectors) {
+        let _ = writeln!(
+            report,
+            "search model: {} ({} dimensions), {} of {} tools embedded, {:.1} s",
+            model.kind_name(),
+            model.dimensions(),
+            vectors.embedded(),
+            vectors.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
 
     let together: Vec<Measured> = tasks
         .iter()
@@ -205,7 +250,7 @@ pub fn evaluate(
         whole.documents.len(),
         whole.tools().len()
     );
-    write_section(&mut report, tasks, &together);
+    write_section(&mut report, tasks, &together, model.is_some());
 
     let mut alone: BTreeMap<&str, (Catalog, Option<ToolVectors>)> = BTreeMap::new();
     for task in tasks {
@@ -214,9 +259,9 @@ pub fn evaluate(
             // catalog's, reused.
             let alone = sources_of_document(&sources, &whole, &task.document);
             let catalog = Catalog::rebuild(&alone, &BuildOptions::default(), &whole);
-            let vectors = model.zip(whole_vectors.as_ref()).map(|(model, earlier)| {
-                ToolVectors::build(model, &catalog, Some((&whole, earlier)))
-            });
+            let vectors = model
+                .zip(whole_vectors.as_ref())
+                .map(|(model, earlier)| ToolVectors::build(model, &catalog, Some(earlier), None));
             (catalog, vectors)
         });
     }
@@ -232,7 +277,7 @@ pub fn evaluate(
         "each document as its own catalog ({} documents):",
         alone.len()
     );
-    write_section(&mut report, tasks, &separate);
+    write_section(&mut report, tasks, &separate, model.is_some());
 
     let all_known = together
         .iter()
@@ -240,15 +285,34 @@ pub fn evaluate(
     Ok((report, all_known))
 }
 
-/// The scores line, then one line per task not ranked first.
-fn write_section(report: &mut String, tasks: &[Task], measured: &[Measured]) {
+/// The scores lines (fused, then each signal alone when a model ranks),
+/// then one line per task not ranked first, with its rank under each
+/// signal.
+fn write_section(report: &mut String, tasks: &[Task], measured: &[Measured], with_model: bool) {
+    let line = |report: &mut String, label: &str, outcomes: &[Outcome]| {
+        let scores = Scores::of(outcomes);
+        let _ = writeln!(
+            report,
+            "  {label:<9} {} tasks: recall@1 {:.3}  recall@5 {:.3}  recall@10 {:.3}  MRR {:.3}",
+            scores.tasks, scores.recall_at_1, scores.recall_at_5, scores.recall_at_10, scores.mrr
+        );
+    };
+    let signal = |rank: Option<usize>| match rank {
+        Some(rank) => Outcome::Ranked(rank),
+        None => Outcome::Beyond,
+    };
+    let known: Vec<&Measured> = measured
+        .iter()
+        .filter(|m| m.outcome != Outcome::UnknownTarget)
+        .collect();
     let outcomes: Vec<Outcome> = measured.iter().map(|m| m.outcome.clone()).collect();
-    let scores = Scores::of(&outcomes);
-    let _ = writeln!(
-        report,
-        "  {} tasks: recall@1 {:.3}  recall@5 {:.3}  recall@10 {:.3}  MRR {:.3}",
-        scores.tasks, scores.recall_at_1, scores.recall_at_5, scores.recall_at_10, scores.mrr
-    );
+    line(report, "served", &outcomes);
+    if with_model {
+        let keywords: Vec<Outcome> = known.iter().map(|m| signal(m.keyword_rank)).collect();
+        let meaning: Vec<Outcome> = known.iter().map(|m| signal(m.meaning_rank)).collect();
+        line(report, "keywords", &keywords);
+        line(report, "meaning", &meaning);
+    }
     for (task, measured) in tasks.iter().zip(measured) {
         let rank = match measured.outcome {
             Outcome::Ranked(1) => continue,
@@ -264,9 +328,21 @@ fn write_section(report: &mut String, tasks: &[Task], measured: &[Measured]) {
             }
         };
         let first = measured.first.as_deref().unwrap_or_default();
+        let by_signal =
+            |rank: Option<usize>| rank.map_or(format!(">{SIGNAL_DEPTH}"), |r| r.to_string());
+        let why = if with_model {
+            format!(
+                "; keywords {}, meaning {}, meaning weight {:.2}",
+                by_signal(measured.keyword_rank),
+                by_signal(measured.meaning_rank),
+                measured.weight
+            )
+        } else {
+            format!("; keywords {}", by_signal(measured.keyword_rank))
+        };
         let _ = writeln!(
             report,
-            "  miss  {rank:>8}  {:?} wants {} ({}); first is {first}",
+            "  miss  {rank:>8}  {:?} wants {} ({}); first is {first}{why}",
             task.query, task.route, task.document
         );
     }

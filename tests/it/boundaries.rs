@@ -75,3 +75,35 @@ fn the_client_crate_has_no_command_line_and_no_other_crate_of_ours() {
 fn the_gateway_crate_has_no_command_line_and_no_client() {
     assert_none_of("sezzlee-gateway", &["clap", "sezzlee-client"]);
 }
+
+#[test]
+fn the_catalog_crate_has_no_model_runtime_or_tokenizer() {
+    // Search by meaning lives in sezzlee-semantic: the catalog stays
+    // conversion and keyword search, and builds without the encoder.
+    assert_none_of(
+        "sezzlee-catalog",
+        &[
+            "sezzlee-semantic",
+            "tokenizers",
+            "safetensors",
+            "tract-onnx",
+            "tract-core",
+        ],
+    );
+}
+
+#[test]
+fn the_semantic_crate_has_no_runtime_http_stack_or_watcher() {
+    assert_none_of(
+        "sezzlee-semantic",
+        &[
+            "tokio",
+            "reqwest",
+            "axum",
+            "hyper",
+            "notify",
+            "clap",
+            "sezzlee-gateway",
+        ],
+    );
+}

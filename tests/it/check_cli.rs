@@ -401,7 +401,11 @@ fn search_tasks_file(dir: &Path, file: &Path) -> Output {
 /// `sezzlee check DIR --search-tasks FILE [--search-model MODEL]`.
 pub fn search_tasks_with_model(dir: &Path, file: &Path, model: Option<&Path>) -> Output {
     let mut command = crate::support::sezzlee_binary(None);
+    // Vectors are cached where the suite keeps its build output, shared by
+    // the runs of one suite (and by later suites on the same checkout).
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vector-cache");
     command
+        .env("SEZZLEE_VECTOR_CACHE", cache)
         .arg("check")
         .arg(dir)
         .arg("--search-tasks")
@@ -417,7 +421,9 @@ pub fn search_tasks_with_model(dir: &Path, file: &Path, model: Option<&Path>) ->
 pub fn recall_at_5_sections(output: &Output) -> Vec<f64> {
     report_of(output)
         .lines()
-        .filter(|line| line.contains(" tasks: recall@1 "))
+        .filter(|line| {
+            line.trim_start().starts_with("served ") && line.contains(" tasks: recall@1 ")
+        })
         .map(|line| scores(line.trim()).2)
         .collect()
 }
@@ -444,7 +450,12 @@ fn scores(line: &str) -> (usize, f64, f64, f64, f64) {
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no {label} in {line:?}"))
     };
-    let tasks = words.first().and_then(|w| w.parse().ok());
+    // "served    299 tasks: …": the count stands before "tasks:".
+    let tasks = words
+        .iter()
+        .position(|w| *w == "tasks:")
+        .and_then(|i| words.get(i.checked_sub(1)?))
+        .and_then(|w| w.parse().ok());
     (
         tasks.unwrap_or_else(|| panic!("no task count in {line:?}")),
         number("recall@1"),

@@ -1,7 +1,8 @@
 //! Semantic search end to end: a model folder in the settings, the
-//! gateway embedding its tools, search_tools fusing meaning with keywords,
-//! reloads reusing the vectors of unchanged tools, and models that cannot
-//! be used refused with the file at fault named.
+//! gateway embedding its tools in the background (and caching them on
+//! disk, so a second start embeds nothing), search_tools fusing meaning
+//! with keywords, reloads reusing the vectors of unchanged tools, and
+//! models that cannot be used refused with the file at fault named.
 //!
 //! The model here is synthetic (a word-level tokenizer and a table of
 //! four-dimensional vectors written by the test), so what each query means
@@ -13,11 +14,11 @@
 
 use crate::support::{TestGateway, names};
 use serde_json::{Value, json};
-use sezzlee_catalog::semantic::{ModelError, TextModel, ToolVectors};
-use sezzlee_catalog::{Catalog, Sources};
+use sezzlee_catalog::Sources;
+use sezzlee_semantic::{ModelError, TextModel, ToolVectors};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// Concept axes of the synthetic model: money back, customers, removal,
 /// messages.
@@ -68,6 +69,40 @@ fn write_model(folder: &Path, words: &[(&str, [f32; 4])]) {
         &folder.join("embeddings.safetensors"),
         &[("embedding.weight", "F32", vec![words.len() + 1, 4], &rows)],
     );
+    write_sums(folder, &["tokenizer.json", "embeddings.safetensors"]);
+}
+
+/// `SHA256SUMS` for `files` as they are now, as the fetch script writes it.
+fn write_sums(folder: &Path, files: &[&str]) {
+    let mut sums = String::new();
+    for file in files {
+        let bytes = std::fs::read(folder.join(file)).unwrap();
+        let digest: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        sums.push_str(&format!("{digest}  {file}\n"));
+    }
+    std::fs::write(folder.join("SHA256SUMS"), sums).unwrap();
+}
+
+/// Waits until every tool of the served snapshot has its vector (the
+/// gateway embeds in the background; it serves by keywords meanwhile).
+async fn embedded(gateway: &TestGateway) {
+    for _ in 0..400 {
+        let served = gateway.gateway.store.current();
+        let vectors = served
+            .prepared
+            .vectors
+            .as_ref()
+            .expect("a search model")
+            .load_full();
+        if vectors.embedded() == vectors.len() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the tools were not embedded within 20 s");
 }
 
 /// A safetensors file of `tensors` (name, dtype, shape, values as f32).
@@ -124,7 +159,12 @@ async fn meaning_finds_what_keywords_miss() {
     let files = [("shop.json", document("Send message"))];
     let plain = TestGateway::with_files(&files, |_| {}).await;
     let folder = model.path().to_path_buf();
-    let semantic = TestGateway::with_files(&files, |s| s.search_model = Some(folder)).await;
+    let semantic = TestGateway::with_files(&files, |s| {
+        s.search_model = Some(folder);
+        s.vector_cache = None;
+    })
+    .await;
+    embedded(&semantic).await;
 
     let money = json!({"query": "Could you give them their money back please?"});
     assert_eq!(
@@ -169,9 +209,11 @@ async fn reloads_reuse_unchanged_vectors_and_embed_edited_tools() {
     let model = model_folder();
     let folder = model.path().to_path_buf();
     let gateway = TestGateway::with_files(&[("shop.json", document("Send message"))], |s| {
-        s.search_model = Some(folder)
+        s.search_model = Some(folder);
+        s.vector_cache = None;
     })
     .await;
+    embedded(&gateway).await;
     let money = json!({"query": "Could you give them their money back please?"});
     let before = names(&gateway.search(money.clone()).await);
     assert_eq!(before[..2], ["post_refunds", "list_charges"], "{before:?}");
@@ -183,17 +225,106 @@ async fn reloads_reuse_unchanged_vectors_and_embed_edited_tools() {
     let summary = "refund money back refund money back refund";
     std::fs::write(dir.join("shop.json"), document(summary)).unwrap();
     reloader.rescan().await;
+    embedded(&gateway).await;
 
     let served = gateway.gateway.store.current();
     assert_eq!(served.generation, 1);
-    let reused = served.prepared.vectors.as_ref().expect("vectors");
-    let loaded = gateway.gateway.search_model.clone().expect("a model");
-    let fresh = ToolVectors::build(&loaded, &served.catalog, None);
+    let reused = served
+        .prepared
+        .vectors
+        .as_ref()
+        .expect("vectors")
+        .load_full();
+    let embedder = gateway.gateway.embedder.clone().expect("a model");
+    let fresh = ToolVectors::build(&embedder.model, &served.catalog, None, None);
     assert!(*reused == fresh, "reused rows differ from a fresh build");
+    // Four tools at start, the edited one after: nothing embedded twice.
+    assert_eq!(embedder.progress.embedded.load(Ordering::Relaxed), 5);
     let after = names(&gateway.search(money).await);
     let mut top = after[..2].to_vec();
     top.sort();
     assert_eq!(top, ["post_refunds", "send_message"], "{after:?}");
+}
+
+/// Waits until the gateway's vector cache holds `count` vectors.
+async fn cached(gateway: &TestGateway, count: usize) {
+    let embedder = gateway.gateway.embedder.clone().expect("a search model");
+    let cache = embedder.cache.as_ref().expect("a vector cache");
+    for _ in 0..400 {
+        if cache.len() >= count {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the cache holds {} vectors, not {count}", cache.len());
+}
+
+/// A second start on the same vector cache embeds nothing: every vector
+/// comes from the disk (counted). A segment damaged on disk (cut short,
+/// as by a crash mid-write or a full volume) is detected, never served,
+/// and its texts are embedded again.
+#[tokio::test]
+async fn vectors_are_embedded_once_across_restarts_and_damage_is_rebuilt() {
+    let model = model_folder();
+    let cache = tempfile::tempdir().unwrap();
+    let files = [("shop.json", document("Send message"))];
+    let start = |cache: PathBuf| {
+        let folder = model.path().to_path_buf();
+        TestGateway::with_files(&files, move |s| {
+            s.search_model = Some(folder);
+            s.vector_cache = Some(cache);
+        })
+    };
+    let first = start(cache.path().to_path_buf()).await;
+    embedded(&first).await;
+    cached(&first, 4).await;
+    let progress = |g: &TestGateway| {
+        let embedder = g.gateway.embedder.clone().expect("a model");
+        (
+            embedder.progress.embedded.load(Ordering::Relaxed),
+            embedder.progress.from_cache.load(Ordering::Relaxed),
+        )
+    };
+    assert_eq!(progress(&first), (4, 0));
+    let money = json!({"query": "Could you give them their money back please?"});
+    let ranked = names(&first.search(money.clone()).await);
+
+    let second = start(cache.path().to_path_buf()).await;
+    embedded(&second).await;
+    assert_eq!(
+        progress(&second),
+        (0, 4),
+        "the second start embedded texts again"
+    );
+    assert_eq!(names(&second.search(money.clone()).await), ranked);
+    let status = second.status().await;
+    assert_eq!(status["searchModel"]["embedded"], 4, "{status}");
+    assert_eq!(status["searchModel"]["pending"], 0, "{status}");
+    assert_eq!(status["searchModel"]["cache"]["vectors"], 4, "{status}");
+
+    // Cut every segment short: the third start reads none of it.
+    let embedder = second.gateway.embedder.clone().expect("a model");
+    let folder = embedder
+        .cache
+        .as_ref()
+        .expect("a cache")
+        .folder()
+        .to_path_buf();
+    for entry in std::fs::read_dir(&folder).unwrap() {
+        let path = entry.unwrap().path();
+        let length = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(length / 2)
+            .unwrap();
+    }
+    let third = start(cache.path().to_path_buf()).await;
+    embedded(&third).await;
+    assert_eq!(progress(&third), (4, 0), "a damaged segment was served");
+    assert_eq!(names(&third.search(money).await), ranked);
+    cached(&third, 4).await;
 }
 
 /// Every way a model folder can be wrong is refused at start, naming the
@@ -207,41 +338,59 @@ fn unusable_models_are_refused_with_the_file_named() {
         assert!(error.path.ends_with(file), "{error}");
         assert!(error.reason.contains(reason), "{error}");
     };
-    check(load(folder.path()), "tokenizer.json", "No such file");
+    check(
+        load(folder.path()),
+        "SHA256SUMS",
+        "scripts/fetch-search-model.sh",
+    );
 
+    // A listed file missing, or not the file its digest pins.
+    write_model(folder.path(), WORDS);
+    std::fs::remove_file(folder.path().join("tokenizer.json")).unwrap();
+    check(load(folder.path()), "tokenizer.json", "No such file");
+    write_model(folder.path(), WORDS);
+    std::fs::write(folder.path().join("embeddings.safetensors"), b"swapped").unwrap();
+    check(
+        load(folder.path()),
+        "embeddings.safetensors",
+        "SHA256SUMS pins",
+    );
+
+    // Files that match their digests but are not a model.
+    let both = ["tokenizer.json", "embeddings.safetensors"];
     write_model(folder.path(), WORDS);
     std::fs::write(folder.path().join("tokenizer.json"), "{\"model\": 1}").unwrap();
+    write_sums(folder.path(), &both);
     check(load(folder.path()), "tokenizer.json", "not a tokenizer");
 
     write_model(folder.path(), WORDS);
     let tensor = folder.path().join("embeddings.safetensors");
+    let rewrite = |tensors: &[(&str, &str, Vec<usize>, &[f32])]| {
+        write_tensor(&tensor, tensors);
+        write_sums(folder.path(), &both);
+    };
     std::fs::write(&tensor, b"not a tensor").unwrap();
+    write_sums(folder.path(), &both);
     check(
         load(folder.path()),
         "embeddings.safetensors",
         "not safetensors",
     );
     let row = [0.5f32; 4];
-    write_tensor(
-        &tensor,
-        &[
-            ("a", "F32", vec![1, 4], &row),
-            ("b", "F32", vec![1, 4], &row),
-        ],
-    );
+    rewrite(&[
+        ("a", "F32", vec![1, 4], &row),
+        ("b", "F32", vec![1, 4], &row),
+    ]);
     check(
         load(folder.path()),
         "embeddings.safetensors",
         "holds 2 tensors",
     );
-    write_tensor(&tensor, &[("a", "F32", vec![4], &row)]);
+    rewrite(&[("a", "F32", vec![4], &row)]);
     check(load(folder.path()), "embeddings.safetensors", "2-D");
-    write_tensor(
-        &tensor,
-        &[("a", "F32", vec![1, 4], &[0.5, f32::NAN, 0.5, 0.5])],
-    );
+    rewrite(&[("a", "F32", vec![1, 4], &[0.5, f32::NAN, 0.5, 0.5])]);
     check(load(folder.path()), "embeddings.safetensors", "finite");
-    write_tensor(&tensor, &[("a", "I32", vec![1, 4], &row)]);
+    rewrite(&[("a", "I32", vec![1, 4], &row)]);
     check(
         load(folder.path()),
         "embeddings.safetensors",
@@ -265,9 +414,11 @@ fn real_model() -> Option<PathBuf> {
     Some(PathBuf::from(folder))
 }
 
-/// With the real model, over the vendored corpus: sentence-style tasks
-/// (`tests/data/agent-tasks-vendored.tsv`, held out) rank better than with
-/// keywords alone, and keyword-style tasks keep their recall@5 floors.
+/// With the real model, over the vendored corpus: the encoder computes
+/// what sentence-transformers computes (a reference pair's cosine), the
+/// held-out sentence tasks (`tests/data/agent-tasks-vendored.tsv`) reach
+/// their recall@5 floors and rank better than keywords alone, and the
+/// keyword-style tasks keep theirs.
 #[test]
 fn real_model_ranks_sentences_better_and_keeps_keyword_floors() {
     let Some(folder) = real_model() else {
@@ -277,6 +428,14 @@ fn real_model_ranks_sentences_better_and_keeps_keyword_floors() {
         );
         return;
     };
+    let model = TextModel::load(&folder).expect("the real model loads");
+    assert_eq!(model.kind_name(), "encoder");
+    let pair = ["A man is eating food.", "A man is eating a piece of bread."];
+    let (a, b) = (model.embed(pair[0]).unwrap(), model.embed(pair[1]).unwrap());
+    let cosine: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+    // sentence-transformers gives 0.7553 for this pair.
+    assert!((cosine - 0.7553).abs() < 0.002, "cosine {cosine}");
+
     let dir = &crate::corpus::vendored().dir;
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let sample = crate::corpus::vendored().require("search-tasks.tsv");
@@ -292,8 +451,12 @@ fn real_model_ranks_sentences_better_and_keeps_keyword_floors() {
     eprintln!(
         "agent-tasks-vendored.tsv recall@5 (merged, alone): keywords {before:?}, with the model {after:?}"
     );
-    for (keywords, fused) in before.iter().zip(&after) {
+    for ((keywords, fused), floor) in before.iter().zip(&after).zip(SENTENCE_FLOORS) {
         assert!(fused > keywords, "recall@5 {before:?} → {after:?}");
+        assert!(
+            *fused >= floor,
+            "recall@5 {after:?} under its floors {SENTENCE_FLOORS:?}"
+        );
     }
     for (tasks, floor) in [(sample, 0.95), (data.join("search-tasks-more.tsv"), 0.8)] {
         for at5 in recall(&tasks, Some(&folder)) {
@@ -304,10 +467,9 @@ fn real_model_ranks_sentences_better_and_keeps_keyword_floors() {
             );
         }
     }
-    let model = Arc::new(TextModel::load(&folder).expect("the real model loads"));
-    let catalog = Catalog::build(&Sources::scan(dir, None).unwrap());
-    assert_eq!(
-        ToolVectors::build(&model, &catalog, None).len(),
-        catalog.tools().len()
-    );
 }
+
+/// Recall@5 floors of the held-out vendored sentences with the real model
+/// (all documents merged, each alone): a little under what was measured
+/// when the floors were set (see the closing note of issue 30).
+const SENTENCE_FLOORS: [f64; 2] = [0.4, 0.55];

@@ -155,6 +155,8 @@ pub fn test_settings(catalogs: &Path) -> Settings {
         listen: "127.0.0.1:0".parse().unwrap(),
         watch: WatchMode::Off,
         demo_backend: DemoBackend::Off,
+        // Tests name their own vector cache; none writes under $HOME.
+        vector_cache: None,
         ..Settings::default()
     }
 }

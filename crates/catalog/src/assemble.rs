@@ -78,6 +78,7 @@ pub(crate) fn finish_document(mut document: DocumentBuild) -> (DocumentPart, Vec
     }
     let part = DocumentPart {
         namespace: document.namespace,
+        title: document.title,
         operations: document.operations,
         tools,
         pointers,
@@ -203,6 +204,7 @@ pub(crate) fn assemble(
         summaries.push(super::DocumentSummary {
             file: unit.file.clone(),
             namespace: part.namespace.clone(),
+            title: part.title.clone(),
             operations: part.operations,
             tools: part.tools.len(),
         });

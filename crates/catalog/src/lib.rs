@@ -23,7 +23,6 @@ pub mod refs;
 pub mod revision;
 pub mod schema;
 pub mod search;
-pub mod semantic;
 pub mod sidecar;
 pub mod source;
 mod unit;
@@ -348,6 +347,8 @@ impl Default for BuildOptions {
 pub struct DocumentSummary {
     pub file: Arc<str>,
     pub namespace: String,
+    /// The API's name (`info.title`).
+    pub title: String,
     /// Operations found (path × method).
     pub operations: usize,
     /// Tools published from them (variants included, hidden ones not).

@@ -31,6 +31,8 @@ pub struct DocumentUnit {
 /// What an API document contributed.
 pub struct DocumentPart {
     pub namespace: String,
+    /// The API's name (`info.title`).
+    pub title: String,
     /// Operations found (path × method).
     pub operations: usize,
     /// The tools under their names within the document (unique there).

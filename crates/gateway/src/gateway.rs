@@ -6,12 +6,13 @@
 
 use crate::auth::Authenticator;
 use crate::backend::Client;
+use crate::embedding::Embedder;
 use crate::settings::Settings;
 use crate::store::{Served, Store};
 use crate::streams::Registry;
 use crate::tools::Prepared;
-use sezzlee_catalog::semantic::{ModelError, TextModel};
 use sezzlee_catalog::{Catalog, Sources};
+use sezzlee_semantic::{DiskCache, ModelError, TextModel};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -50,9 +51,10 @@ pub struct Gateway {
     /// Verifies the credentials requests carry.
     pub auth: Authenticator,
     pub store: Arc<Store>,
-    /// Ranks tools by meaning besides keywords (`search_model`); loaded
-    /// once, shared by every snapshot.
-    pub search_model: Option<Arc<TextModel>>,
+    /// Ranks tools by meaning besides keywords (`search_model`): the
+    /// model, loaded once and shared by every snapshot, its vector cache
+    /// and the thread that embeds tool texts in the background.
+    pub embedder: Option<Arc<Embedder>>,
     pub backend: Client,
     pub streams: Arc<Registry>,
     /// `http://HOST:PORT` once bound: `${SEZZLEE_SELF}` in backend URLs.
@@ -90,7 +92,7 @@ impl Gateway {
         });
         let backend = Client::new(settings.max_response_bytes, settings.serve_threads)
             .map_err(StartError::Backend)?;
-        let search_model = match &settings.search_model {
+        let search_model: Option<Arc<Embedder>> = match &settings.search_model {
             Some(folder) => {
                 let model = TextModel::load(folder).map_err(StartError::SearchModel)?;
                 let digests: Vec<String> = model
@@ -104,22 +106,52 @@ impl Gateway {
                     sha256 = %digests.join(" "),
                     "search model loaded"
                 );
-                Some(Arc::new(model))
+                let cache = settings.vector_cache.as_ref().and_then(|root| {
+                    match DiskCache::open(
+                        root,
+                        model.digest(),
+                        model.dimensions(),
+                        sezzlee_semantic::cache::DEFAULT_LIMIT_BYTES,
+                    ) {
+                        Ok((cache, opened)) => {
+                            for damaged in &opened.damaged {
+                                tracing::warn!(
+                                    folder = %cache.folder().display(),
+                                    "vector cache: segment {damaged} was damaged (removed; its texts are embedded again)"
+                                );
+                            }
+                            tracing::info!(
+                                folder = %cache.folder().display(),
+                                vectors = cache.len(),
+                                "vector cache opened"
+                            );
+                            Some(cache)
+                        }
+                        Err(err) => {
+                            tracing::warn!(
+                                folder = %root.display(),
+                                "vector cache cannot be used: {err}; tool vectors live in memory only"
+                            );
+                            None
+                        }
+                    }
+                });
+                Some(Arc::new(Embedder::new(Arc::new(model), cache)))
             }
             None => {
                 tracing::info!("no search model: search ranks by keywords alone");
                 None
             }
         };
-        let prepared = Prepared::new(&catalog, search_model.as_ref());
-        Ok(Arc::new(Gateway {
+        let prepared = Prepared::new(&catalog, search_model.as_deref());
+        let gateway = Arc::new(Gateway {
             auth,
             backend,
             store: Arc::new(Store::new(
                 Served::with_prepared(catalog, prepared, 0, build)
                     .with_search_cache(settings.search_cache_bytes),
             )),
-            search_model,
+            embedder: search_model,
             settings,
             streams: Arc::new(Registry::default()),
             shutdown,
@@ -128,7 +160,11 @@ impl Gateway {
             started,
             metrics: crate::metrics::Metrics::default(),
             connections: watch::Sender::new(0),
-        }))
+        });
+        if let Some(embedder) = &gateway.embedder {
+            start_embedding(embedder.clone(), gateway.store.clone());
+        }
+        Ok(gateway)
     }
 
     /// Builds the catalog from the configured folder, then the gateway.
@@ -147,8 +183,41 @@ impl Gateway {
         Ok((gateway, sources))
     }
 
-    /// Starts shutdown: listen streams send their closing result and end.
+    /// Starts shutdown: listen streams send their closing result and end;
+    /// the embedding thread writes what it holds to the cache and stops.
     pub fn begin_shutdown(&self) {
         self.shutdown.send_replace(true);
+        if let Some(embedder) = &self.embedder {
+            embedder.stop();
+        }
+    }
+}
+
+/// The thread that embeds tool texts in the background: each batch is
+/// filled into the snapshot served at that moment (whatever generation
+/// it is), and the texts it uses are what the disk cache keeps.
+fn start_embedding(embedder: Arc<Embedder>, store: Arc<Store>) {
+    let spawned = std::thread::Builder::new()
+        .name("sezzlee-embed".into())
+        .spawn(move || {
+            let publish = |records: &[sezzlee_semantic::Record]| {
+                let served = store.current();
+                if let Some(slot) = &served.prepared.vectors {
+                    slot.rcu(|vectors| vectors.filled(records));
+                }
+            };
+            let live = || {
+                let served = store.current();
+                served
+                    .prepared
+                    .vectors
+                    .as_ref()
+                    .map(|slot| slot.load().keys().to_vec())
+                    .unwrap_or_default()
+            };
+            embedder.run(publish, live);
+        });
+    if let Err(err) = spawned {
+        tracing::error!("cannot start the embedding thread: {err}; search ranks by keywords alone");
     }
 }

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod backend;
 pub mod config_error;
 pub mod demo;
+pub mod embedding;
 pub mod gateway;
 pub mod mcp;
 pub mod metrics;

@@ -389,7 +389,7 @@ fn rebuild_and_swap(
         &catalog,
         &served.catalog,
         &served.prepared,
-        gateway.search_model.as_ref(),
+        gateway.embedder.as_deref(),
     );
     let prepare = preparing.elapsed();
     let changed = served.catalog.fingerprint() != catalog.fingerprint();
@@ -690,6 +690,7 @@ mod tests {
         DocumentSummary {
             file: Arc::from(file),
             namespace: String::new(),
+            title: String::new(),
             operations: tools,
             tools,
         }

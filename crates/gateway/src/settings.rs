@@ -43,6 +43,10 @@ pub struct Settings {
     /// Folder of the text model that ranks tools by meaning besides
     /// keywords (`scripts/fetch-search-model.sh`); none: keyword search.
     pub search_model: Option<PathBuf>,
+    /// Folder the search model's tool vectors are cached in (one folder
+    /// per model under it); none: vectors live in memory only and every
+    /// start embeds every tool again.
+    pub vector_cache: Option<PathBuf>,
     /// `text` or `json` logs.
     pub log_format: LogFormat,
     /// Debounce window of the catalog watcher.
@@ -253,6 +257,7 @@ impl Default for Settings {
             max_response_bytes: crate::backend::DEFAULT_MAX_RESPONSE_BYTES,
             search_cache_bytes: crate::tools::search_cache::DEFAULT_BYTES,
             search_model: None,
+            vector_cache: sezzlee_semantic::cache::default_root(),
             log_format: LogFormat::Text,
             debounce: Duration::from_millis(50),
             deletion_grace: Duration::from_millis(500),
@@ -288,6 +293,7 @@ pub struct FileSettings {
     pub max_response_bytes: Option<usize>,
     pub search_cache_bytes: Option<usize>,
     pub search_model: Option<PathBuf>,
+    pub vector_cache: Option<PathBuf>,
     pub log_format: Option<LogFormat>,
     pub debounce_ms: Option<u64>,
     pub deletion_grace_ms: Option<u64>,
@@ -319,6 +325,7 @@ pub struct Overrides {
     pub max_response_bytes: Option<usize>,
     pub search_cache_bytes: Option<usize>,
     pub search_model: Option<PathBuf>,
+    pub vector_cache: Option<PathBuf>,
     pub log_format: Option<String>,
     pub debounce_ms: Option<u64>,
     pub deletion_grace_ms: Option<u64>,
@@ -398,6 +405,10 @@ impl Settings {
         // An empty value (SEZZLEE_SEARCH_MODEL=) turns the model off.
         if let Some(v) = overrides.search_model.clone().or(file.search_model) {
             s.search_model = (!v.as_os_str().is_empty()).then_some(v);
+        }
+        // Likewise an empty vector cache folder: no cache on disk.
+        if let Some(v) = overrides.vector_cache.clone().or(file.vector_cache) {
+            s.vector_cache = (!v.as_os_str().is_empty()).then_some(v);
         }
         if let Some(v) = &overrides.log_format {
             s.log_format = match v.as_str() {

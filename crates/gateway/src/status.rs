@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use sezzlee_catalog::Severity;
 use std::fmt::Write;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::UNIX_EPOCH;
 
 /// The version of the gateway (the workspace's).
@@ -77,21 +78,43 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
     let runtime = gateway.metrics.runtime_figures();
     // Whether search ranks by meaning too, with which model (its files'
     // SHA-256), and what its tool vectors hold.
-    let search_model = served.prepared.vectors.as_ref().map(|vectors| {
-        let files: serde_json::Map<String, Value> = vectors
-            .model()
-            .file_digests()
-            .iter()
-            .map(|(file, digest)| (file.to_string(), json!(digest)))
-            .collect();
-        json!({
-            "sha256": vectors.model().digest(),
-            "files": files,
-            "dimensions": vectors.model().dimensions(),
-            "tools": vectors.len(),
-            "vectorBytes": vectors.heap_bytes(),
-        })
-    });
+    let search_model = served
+        .prepared
+        .vectors
+        .as_ref()
+        .zip(gateway.embedder.as_ref())
+        .map(|(slot, embedder)| {
+            let vectors = slot.load();
+            let model = vectors.model();
+            let files: serde_json::Map<String, Value> = model
+                .file_digests()
+                .iter()
+                .map(|(file, digest)| (file.clone(), json!(digest)))
+                .collect();
+            let progress = &embedder.progress;
+            let busy = progress.busy_ms.load(Ordering::Relaxed);
+            let embedded_here = progress.embedded.load(Ordering::Relaxed);
+            json!({
+                "kind": model.kind_name(),
+                "sha256": model.digest(),
+                "files": files,
+                "dimensions": model.dimensions(),
+                "tools": vectors.len(),
+                // Tools ranked by meaning now; the rest by keywords until
+                // their vectors arrive.
+                "embedded": vectors.embedded(),
+                "pending": progress.pending.load(Ordering::Relaxed),
+                "embeddedByThisProcess": embedded_here,
+                "textsPerSecond": if busy == 0 { 0.0 } else { embedded_here as f64 * 1000.0 / busy as f64 },
+                "vectorBytes": vectors.heap_bytes(),
+                "cache": embedder.cache.as_ref().map(|cache| json!({
+                    "folder": cache.folder().display().to_string(),
+                    "vectors": cache.len(),
+                    "bytes": cache.bytes(),
+                })),
+            })
+        });
+
     let listen = gateway
         .bound
         .get()

@@ -93,7 +93,9 @@ mod words;
 pub use analysis::{ToolWords, analyse_document};
 pub use effects::{KeywordEffect, KeywordEffects};
 pub use index::{SearchFields, SearchIndex};
-pub use words::{MAX_KEYWORDS, fold, is_stopword, keywords, query_keywords, singular};
+pub use words::{
+    MAX_KEYWORDS, fold, is_stopword, keywords, query_keywords, singular, tokens as folded_tokens,
+};
 
 impl SearchIndex {
     /// Indexes `docs` and computes the effects of its commonest words; a

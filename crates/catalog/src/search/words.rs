@@ -133,8 +133,9 @@ fn capped_keywords(query: &str, cap: usize) -> Vec<String> {
     out
 }
 
-/// All folded tokens of `text`, in order, duplicates kept.
-pub(super) fn tokens(text: &str) -> Vec<String> {
+/// All folded tokens of `text`, in order, duplicates kept (what a
+/// sentence encoder reads of a query).
+pub fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for_each_token(text, |token| {
         out.push(token);

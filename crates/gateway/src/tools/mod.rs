@@ -13,6 +13,7 @@ pub mod search;
 pub mod search_cache;
 pub mod served;
 
+use crate::embedding::{Embedder, VectorSlot};
 use crate::visibility::{Caller, Rule};
 use cards::Card;
 pub use envelope::ToolAnswer;
@@ -20,7 +21,6 @@ use serde_json::{Value, json};
 use served::Served;
 use sezzlee_catalog::Catalog;
 use sezzlee_catalog::search::fold;
-use sezzlee_catalog::semantic::{TextModel, ToolVectors};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -89,9 +89,10 @@ pub struct Prepared {
     /// Each tool's compiled inputSchema, built on first use (shared with
     /// the next catalog's when the tool is unchanged).
     validators: Vec<Arc<CompiledInput>>,
-    /// Every tool embedded by the search model, when one is loaded
-    /// (rows of unchanged tools taken from the previous snapshot's).
-    pub vectors: Option<ToolVectors>,
+    /// Every tool's vector of the search model, when one is loaded: rows
+    /// of unchanged tools taken from the previous snapshot's, the rest
+    /// filled in as the embedding thread computes them.
+    pub vectors: Option<Arc<VectorSlot>>,
     /// Whether a tool's backend is the built-in demo (`demo_backend`
     /// `auto` serves `/demo` only then).
     pub uses_demo_backend: bool,
@@ -101,9 +102,10 @@ pub struct Prepared {
 type CompiledInput = OnceLock<Result<jsonschema::Validator, String>>;
 
 impl Prepared {
-    pub fn new(catalog: &Catalog, model: Option<&Arc<TextModel>>) -> Prepared {
-        let mut prepared = Prepared::build(catalog, None);
-        prepared.vectors = model.map(|model| ToolVectors::build(model, catalog, None));
+    pub fn new(catalog: &Catalog, embedder: Option<&Embedder>) -> Prepared {
+        let (mut prepared, _) = Prepared::build(catalog, None);
+        prepared.vectors = embedder
+            .map(|embedder| Arc::new(VectorSlot::from_pointee(embedder.assemble(catalog, None))));
         prepared
     }
 
@@ -113,12 +115,13 @@ impl Prepared {
         catalog: &Catalog,
         previous: &Catalog,
         earlier: &Prepared,
-        model: Option<&Arc<TextModel>>,
+        embedder: Option<&Embedder>,
     ) -> Prepared {
-        let mut prepared = Prepared::build(catalog, Some((previous, earlier)));
-        prepared.vectors = model.map(|model| {
-            let reused = earlier.vectors.as_ref().map(|vectors| (previous, vectors));
-            ToolVectors::build(model, catalog, reused)
+        let (mut prepared, same) = Prepared::build(catalog, Some((previous, earlier)));
+        prepared.vectors = embedder.map(|embedder| {
+            let before = earlier.vectors.as_ref().map(|slot| slot.load_full());
+            let reused = before.as_deref().map(|vectors| (vectors, same.as_slice()));
+            Arc::new(VectorSlot::from_pointee(embedder.assemble(catalog, reused)))
         });
         prepared
     }
@@ -126,7 +129,10 @@ impl Prepared {
     /// Prepares every tool of `catalog`, taking what it can from `earlier`
     /// (the previous catalog and what was prepared for it) for the tools
     /// that are unchanged: same name, same body, same version.
-    fn build(catalog: &Catalog, earlier: Option<(&Catalog, &Prepared)>) -> Prepared {
+    fn build(
+        catalog: &Catalog,
+        earlier: Option<(&Catalog, &Prepared)>,
+    ) -> (Prepared, Vec<Option<usize>>) {
         let tools = catalog.tools();
         let same: Vec<Option<usize>> = match earlier {
             Some((previous, _)) => unchanged(tools, previous.tools()),
@@ -180,7 +186,7 @@ impl Prepared {
                 .as_deref()
                 .is_some_and(crate::demo::is_demo_base_url)
         });
-        Prepared {
+        let prepared = Prepared {
             uses_demo_backend,
             rules,
             rule_of,
@@ -189,7 +195,8 @@ impl Prepared {
             folded_tags,
             validators,
             vectors: None,
-        }
+        };
+        (prepared, same)
     }
 
     /// Whether every tool is public (no rule to evaluate per caller).

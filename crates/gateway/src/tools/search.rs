@@ -13,8 +13,8 @@ use super::{Context, load};
 use crate::visibility::View;
 use serde_json::{Value, json};
 use sezzlee_catalog::search::{fold, query_keywords};
-use sezzlee_catalog::semantic;
 use sezzlee_json::{Escaped, LiteralBuilder};
+use sezzlee_semantic as semantic;
 
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 50;
@@ -101,8 +101,15 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
     let mut tags = request.tags.clone();
     tags.sort();
     tags.dedup();
+    let keywords = query_keywords(&request.query);
+    let vectors = prepared.vectors.as_ref().map(|slot| slot.load_full());
+    let meaning = (semantic::weight_of_meaning(vectors.as_deref(), &keywords) > 0.0).then(|| {
+        let embedded = vectors.as_ref().map_or(0, |v| v.embedded());
+        (semantic::query_sentence(&request.query), embedded)
+    });
     let key = SearchKey {
-        keywords: query_keywords(&request.query),
+        keywords,
+        meaning,
         limit: request.limit,
         schema_detail: request.schema_detail,
         tags,
@@ -112,7 +119,7 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
     if let Some(literal) = served.search_cache.get(&key) {
         return ToolAnswer::ok_escaped(literal);
     }
-    let answer = rank(context, &request, &key);
+    let answer = rank(context, &request, &key, vectors.as_deref());
     if let Some(literal) = answer.literal().filter(|_| !answer.is_error()) {
         served.search_cache.offer(key, literal.clone());
     }
@@ -120,7 +127,12 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
 }
 
 /// Ranks and builds the answer for `request`: the work the cache saves.
-fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnswer {
+fn rank(
+    context: &Context,
+    request: &SearchRequest,
+    key: &SearchKey,
+    vectors: Option<&sezzlee_semantic::ToolVectors>,
+) -> ToolAnswer {
     let served = context.served;
     let tools = served.catalog.tools();
     let prepared = &served.prepared;
@@ -141,10 +153,18 @@ fn rank(context: &Context, request: &SearchRequest, key: &SearchKey) -> ToolAnsw
     } else {
         (0..tools.len()).filter(|&i| include(i)).count()
     };
+    let sentence = key
+        .meaning
+        .as_ref()
+        .map_or("", |(sentence, _)| sentence.as_str());
+    let query = semantic::Query {
+        words: &key.keywords,
+        sentence,
+    };
     let ranked = semantic::rank(
         served.catalog.search_index(),
-        prepared.vectors.as_ref(),
-        &key.keywords,
+        vectors,
+        query,
         request.limit,
         include,
         Some(&served.search_cache),

@@ -58,6 +58,10 @@ const TYPICAL_ANSWER_BYTES: usize = 8 * 1024;
 pub struct SearchKey {
     /// The query's keywords exactly as the index ranks them.
     pub keywords: Vec<String>,
+    /// When meaning ranks too: the sentence the model embeds and how many
+    /// tools had a vector (a page ranked before more vectors arrived is
+    /// not served after).
+    pub meaning: Option<(String, usize)>,
     pub limit: usize,
     pub schema_detail: bool,
     /// Folded, sorted and deduplicated (the filter is a conjunction).
@@ -72,7 +76,13 @@ impl SearchKey {
     /// Approximate heap bytes, so that long keys are paid for too.
     fn bytes(&self) -> usize {
         let words = |list: &[String]| list.iter().map(|w| w.len() + 24).sum::<usize>();
-        64 + words(&self.keywords) + words(&self.tags) + self.views.as_ref().map_or(0, Vec::len) * 2
+        64 + words(&self.keywords)
+            + words(&self.tags)
+            + self
+                .meaning
+                .as_ref()
+                .map_or(0, |(sentence, _)| sentence.len())
+            + self.views.as_ref().map_or(0, Vec::len) * 2
     }
 }
 
@@ -248,6 +258,7 @@ mod tests {
     fn key(keywords: &[&str], views: Option<Vec<View>>) -> SearchKey {
         SearchKey {
             keywords: keywords.iter().map(|w| w.to_string()).collect(),
+            meaning: None,
             limit: 20,
             schema_detail: false,
             tags: Vec::new(),

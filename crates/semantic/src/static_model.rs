@@ -1,25 +1,15 @@
-//! The text model: a tokenizer and a table of token vectors, turning a text
-//! into one unit vector whose direction stands for what the text means.
-//!
-//! Keyword search only finds the words a document uses; an agent writes its
-//! own ("abort the build" for `cancel`, "text this number" for `sms/send`).
-//! A static embedding model (each token a learned vector; a text the
-//! average of its tokens' vectors) places paraphrases near each other at the
-//! cost of a table lookup per token, on the CPU, with no runtime library.
-//! The model is read from a folder holding `tokenizer.json` (a Hugging Face
-//! tokenizer) and `embeddings.safetensors` (one 2-D tensor, a row per
-//! token id); `scripts/fetch-search-model.sh` fetches the one sezzlee uses.
+//! The static model: a tokenizer and a table of token vectors, a text's
+//! vector the normalised mean of its tokens' (WordLlama-style). No runtime
+//! and a lookup per token, but blind to word order and context: the
+//! [`Encoder`](crate::encoder::Encoder) finds far more, and is what
+//! `scripts/fetch-search-model.sh` fetches. A folder holding
+//! `tokenizer.json` and `embeddings.safetensors` (one 2-D tensor, a row
+//! per token id) is still served as one.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
 
 use safetensors::{Dtype, SafeTensors};
-use sha2::{Digest, Sha256};
 use tokenizers::Tokenizer;
-
-/// The files a model folder holds.
-pub const TOKENIZER_FILE: &str = "tokenizer.json";
-pub const EMBEDDINGS_FILE: &str = "embeddings.safetensors";
 
 /// Characters of a text that are embedded; beyond them a description adds
 /// little and costs tokenizer time.
@@ -28,70 +18,44 @@ pub const MAX_TEXT_CHARS: usize = 600;
 /// Dimensions outside this range are not a model sezzlee can use.
 const DIMENSIONS: std::ops::RangeInclusive<usize> = 2..=4096;
 
-/// A loaded model. Immutable, shared by every build and query.
-pub struct TextModel {
+/// A loaded static model. Immutable, shared by every build and query.
+pub struct StaticModel {
     tokenizer: Tokenizer,
     /// `vectors[id * dimensions..][..dimensions]` is token `id`'s vector,
-    /// quantised to `i8` (a quarter of the table's `f32` memory: 8 MB,
-    /// not 32, for the model sezzlee uses); `scales[id]` turns it back.
+    /// quantised to `i8` (a quarter of the table's `f32` memory).
     vectors: Vec<i8>,
     scales: Vec<f32>,
     dimensions: usize,
-    /// SHA-256 of the two files, hex: which model a log line or status
-    /// speaks of.
-    digest: String,
-    /// SHA-256 of each file, hex, as `scripts/fetch-search-model.sh` pins
-    /// them: an operator can tell the pinned model from another.
-    file_digests: [(&'static str, String); 2],
 }
 
-impl fmt::Debug for TextModel {
+impl fmt::Debug for StaticModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TextModel")
+        f.debug_struct("StaticModel")
             .field("tokens", &self.token_count())
             .field("dimensions", &self.dimensions)
-            .field("digest", &self.digest)
             .finish()
     }
 }
 
-/// Why a model folder could not be used, naming the file at fault.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModelError {
-    pub path: PathBuf,
-    pub reason: String,
+/// Which of the two files is at fault, and why.
+#[derive(Debug)]
+pub enum StaticError {
+    Tokenizer(String),
+    Embeddings(String),
 }
 
-impl fmt::Display for ModelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "search model {}: {}", self.path.display(), self.reason)
-    }
-}
-
-impl std::error::Error for ModelError {}
-
-impl TextModel {
-    /// Reads the model in `folder`.
-    pub fn load(folder: &Path) -> Result<TextModel, ModelError> {
-        let tokenizer_path = folder.join(TOKENIZER_FILE);
-        let embeddings_path = folder.join(EMBEDDINGS_FILE);
-        let fail = |path: &Path, reason: String| ModelError {
-            path: path.to_path_buf(),
-            reason,
-        };
-        let tokenizer_bytes =
-            std::fs::read(&tokenizer_path).map_err(|e| fail(&tokenizer_path, e.to_string()))?;
-        let embeddings_bytes =
-            std::fs::read(&embeddings_path).map_err(|e| fail(&embeddings_path, e.to_string()))?;
-        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes)
-            .map_err(|e| fail(&tokenizer_path, format!("not a tokenizer: {e}")))?;
+impl StaticModel {
+    /// The model from the bytes of `tokenizer.json` and
+    /// `embeddings.safetensors`.
+    pub fn from_bytes(tokenizer: &[u8], embeddings: &[u8]) -> Result<StaticModel, StaticError> {
+        let mut tokenizer = Tokenizer::from_bytes(tokenizer)
+            .map_err(|e| StaticError::Tokenizer(format!("not a tokenizer: {e}")))?;
         // Texts rarely repeat, and the tokenizer's per-thread cache of
         // tokenised texts would hold tens of megabytes per thread.
         let mut uncached = tokenizer.get_model().clone();
         uncached.resize_cache(0);
         tokenizer.with_model(uncached);
-        let (table, dimensions) =
-            token_vectors(&embeddings_bytes).map_err(|reason| fail(&embeddings_path, reason))?;
+        let (table, dimensions) = token_vectors(embeddings).map_err(StaticError::Embeddings)?;
         let mut vectors = Vec::with_capacity(table.len());
         let mut scales = Vec::with_capacity(table.len() / dimensions);
         for row in table.chunks_exact(dimensions) {
@@ -99,22 +63,11 @@ impl TextModel {
             vectors.extend_from_slice(&quantised);
             scales.push(scale);
         }
-        let hex = |hash: &[u8]| hash.iter().map(|b| format!("{b:02x}")).collect::<String>();
-        let mut digest = Sha256::new();
-        digest.update(&tokenizer_bytes);
-        digest.update(&embeddings_bytes);
-        let digest = hex(&digest.finalize());
-        let file_digests = [
-            (TOKENIZER_FILE, hex(&Sha256::digest(&tokenizer_bytes))),
-            (EMBEDDINGS_FILE, hex(&Sha256::digest(&embeddings_bytes))),
-        ];
-        Ok(TextModel {
+        Ok(StaticModel {
             tokenizer,
             vectors,
             scales,
             dimensions,
-            digest,
-            file_digests,
         })
     }
 
@@ -126,17 +79,6 @@ impl TextModel {
     /// Rows of the token table.
     pub fn token_count(&self) -> usize {
         self.vectors.len() / self.dimensions.max(1)
-    }
-
-    /// SHA-256 (hex) of the model's files.
-    pub fn digest(&self) -> &str {
-        &self.digest
-    }
-
-    /// Each file's name and SHA-256 (hex), the digests
-    /// `scripts/fetch-search-model.sh` pins.
-    pub fn file_digests(&self) -> &[(&'static str, String)] {
-        &self.file_digests
     }
 
     /// The unit vector of `text` (its first [`MAX_TEXT_CHARS`] characters):

@@ -1,0 +1,202 @@
+//! sezzlee's search by meaning: tools ranked by what a query means, fused
+//! with the catalog's keyword ranking.
+//!
+//! Keyword search (`sezzlee_catalog::search`) finds the words a document
+//! uses, and agents write their own: "give them their money back" for
+//! `create_refund`, "text this customer" for `send_sms`. With a
+//! [`TextModel`] loaded (optional: without one search is keyword search
+//! alone), each tool's text ([`text`]) is embedded once per model — kept
+//! on disk ([`cache`]) so no restart, reload or replica embeds it again —
+//! into one table per catalog ([`ToolVectors`]), a sentence query is
+//! embedded when it is ranked, and [`rank`] fuses the two rankings
+//! ([`fusion`]). The encoder's dependencies live in this crate only: the
+//! catalog stays conversion and keywords.
+
+pub mod cache;
+pub mod encoder;
+pub mod fusion;
+pub mod model;
+pub mod static_model;
+pub mod text;
+pub mod vectors;
+
+pub use cache::{DiskCache, Record, TextKey, text_key};
+pub use model::{ModelError, TextModel};
+pub use text::tool_text;
+pub use vectors::{Pending, ToolVectors};
+
+use sezzlee_catalog::search::{KeywordEffects, SearchIndex, is_stopword};
+
+/// What a query asks, as ranking reads it: its keywords
+/// ([`query_keywords`](sezzlee_catalog::search::query_keywords), what the
+/// index ranks) and its sentence ([`query_sentence`], what the model
+/// embeds). Both are functions of the query text, and the served search
+/// cache is keyed by both.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    pub words: &'a [String],
+    pub sentence: &'a str,
+}
+
+/// The sentence a model embeds for `query`: its folded tokens in order,
+/// repeats and stopwords kept (an encoder reads them in context), at most
+/// 64 of them.
+pub fn query_sentence(query: &str) -> String {
+    sezzlee_catalog::search::folded_tokens(query)
+        .into_iter()
+        .take(64)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The rankings a page was fused from, for explaining it: the keyword
+/// ranking, the meaning ranking with each tool's cosine, and the page.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ranking {
+    pub lexical: Vec<usize>,
+    pub semantic: Vec<(usize, f32)>,
+    pub page: Vec<usize>,
+    /// How much meaning weighed against keywords (0: keywords alone).
+    pub weight: f32,
+}
+
+/// At most `limit` tools for which `include(i)` holds: the keyword
+/// ranking fused with the meaning ranking when `vectors` are given and the
+/// query is a sentence, then tools matching nothing, in index order, to
+/// fill the page. An empty query lists tools in index order, as keyword
+/// search does.
+pub fn rank(
+    index: &SearchIndex,
+    vectors: Option<&ToolVectors>,
+    query: Query<'_>,
+    limit: usize,
+    include: impl Fn(usize) -> bool,
+    effects: Option<&dyn KeywordEffects>,
+) -> Vec<usize> {
+    rank_explained(index, vectors, query, limit, include, effects).page
+}
+
+/// [`rank`], with the rankings it fused.
+pub fn rank_explained(
+    index: &SearchIndex,
+    vectors: Option<&ToolVectors>,
+    query: Query<'_>,
+    limit: usize,
+    include: impl Fn(usize) -> bool,
+    effects: Option<&dyn KeywordEffects>,
+) -> Ranking {
+    let words = query.words;
+    let vectors = vectors.filter(|v| v.len() == index.len());
+    let weight = weight_of_meaning(vectors, words);
+    let Some(vectors) = vectors.filter(|_| weight > 0.0) else {
+        let page = index.top_keywords_with(words, limit, include, effects);
+        return Ranking {
+            lexical: page.clone(),
+            page,
+            ..Ranking::default()
+        };
+    };
+    let depth = fusion::DEPTH.max(limit);
+    let lexical = index.matched_keywords_with(words, depth, &include, effects);
+    let text = if vectors.model().is_contextual() {
+        query.sentence.to_string()
+    } else {
+        // A static model averages tokens: the keywords are its sentence.
+        words.join(" ")
+    };
+    let semantic = match vectors.embed_query(&text) {
+        Some(vector) => vectors.nearest(&vector, depth, &include),
+        None => Vec::new(),
+    };
+    let ids: Vec<usize> = semantic.iter().map(|&(tool, _)| tool).collect();
+    let mut page = fusion::fuse(&lexical, &ids, weight, limit);
+    index.fill_in_order(limit, include, &mut page);
+    Ranking {
+        lexical,
+        semantic,
+        page,
+        weight,
+    }
+}
+
+/// How much meaning weighs in ranking `words` with `vectors`: 0 (keywords
+/// alone) without vectors, before any tool has one, and for queries of
+/// one or two content words. What a served answer depends on besides the
+/// keywords exactly when this is not 0.
+pub fn weight_of_meaning(vectors: Option<&ToolVectors>, words: &[String]) -> f32 {
+    match vectors {
+        Some(vectors) if vectors.embedded() > 0 && !words.is_empty() => {
+            meaning_weight(words, vectors.model().is_contextual())
+        }
+        _ => 0.0,
+    }
+}
+
+/// How much the meaning ranking weighs against the keyword ranking (which
+/// weighs 1), by the query's content words (not stopwords): nothing for
+/// one or two; for a static model a quarter more per word from three, all
+/// from six; for an encoder half of [`ENCODER_WEIGHT`] at three, all of it
+/// from four. A query
+/// of a few words names the operation in the document's words ("list
+/// users", "refund a charge"), where keywords, with the route's structure,
+/// rank best and a paraphrase only adds noise; a sentence describes a need
+/// in the agent's words, where meaning finds what keywords miss. (Chosen
+/// on the tuning sets: keyword-style tasks keep their recall@5, sentences
+/// keep the fused gain.)
+fn meaning_weight(words: &[String], contextual: bool) -> f32 {
+    let content = words.iter().filter(|w| !is_stopword(w)).count() as f32;
+    if contextual {
+        ((content - 2.0) / 2.0).clamp(0.0, 1.0) * ENCODER_WEIGHT
+    } else {
+        ((content - 2.0) / 4.0).clamp(0.0, 1.0)
+    }
+}
+
+/// How much an encoder's ranking weighs against the keywords' at full
+/// strength (from four content words). Chosen on the tuning tasks
+/// (tests/data/agent-tasks-tune*.tsv; 34 APIs, 6,858 tools): recall@5
+/// merged / per document 0.518 / 0.732 at 1, 0.555 / 0.746 at 2, 0.548 /
+/// 0.736 at 3; reaching full weight at four content words rather than three
+/// or six changed nothing measurable.
+const ENCODER_WEIGHT: f32 = 2.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meaning_weight_static(words: &[String]) -> f32 {
+        meaning_weight(words, false)
+    }
+
+    fn words(query: &str) -> Vec<String> {
+        sezzlee_catalog::search::query_keywords(query)
+    }
+
+    #[test]
+    fn an_encoder_weighs_in_from_three_content_words() {
+        assert_eq!(meaning_weight(&words("list users"), true), 0.0);
+        assert_eq!(
+            meaning_weight(&words("refund a charge today"), true),
+            ENCODER_WEIGHT / 2.0
+        );
+        assert_eq!(
+            meaning_weight(&words("give the customer their money back"), true),
+            ENCODER_WEIGHT
+        );
+    }
+
+    #[test]
+    fn short_queries_are_keyword_queries_and_sentences_weigh_meaning_fully() {
+        assert_eq!(meaning_weight_static(&words("list users")), 0.0);
+        assert_eq!(meaning_weight_static(&words("the user for me")), 0.0);
+        assert_eq!(meaning_weight_static(&words("get a user by id")), 0.25);
+        assert_eq!(meaning_weight_static(&words("add member to group")), 0.25);
+        assert_eq!(
+            meaning_weight_static(&words(
+                "Please abort the frontend build #87 that's running right now"
+            )),
+            1.0
+        );
+        assert_eq!(meaning_weight_static(&[]), 0.0);
+    }
+}

@@ -1,0 +1,451 @@
+//! Tool vectors: every tool of a catalog as one row of a contiguous table
+//! that a query scans, filled as the tools' texts are embedded.
+//!
+//! A query compares its vector with every tool's, so the table is laid out
+//! for that scan: one row of `i8` per tool (a quarter of `f32`'s memory and
+//! bandwidth; 384 bytes for the default encoder) with the factor that
+//! turns the row's integer dot product back into a cosine, and the key of
+//! the text it was embedded from. A table is *assembled* without embedding
+//! anything: a tool whose text an earlier table or the disk cache already
+//! embedded takes that row, and the others are returned as pending work,
+//! their factor 0 (no vector: the meaning ranking passes them by) until a
+//! [`ToolVectors::filled`] copy carries them. A whole scan of 125,000 rows
+//! costs about a millisecond, so every query reads every row.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+
+use sezzlee_catalog::{Catalog, Tool};
+
+use crate::cache::{DiskCache, Record, TextKey, text_key};
+use crate::model::TextModel;
+use crate::text::tool_text;
+
+/// Largest magnitude of a quantised query component: small enough that a
+/// 4,096-dimension dot product of `i16 × i8` stays within `i32`.
+const QUERY_SCALE: f32 = 2047.0;
+
+/// The tools of one catalog as vectors of one model.
+pub struct ToolVectors {
+    model: Arc<TextModel>,
+    dimensions: usize,
+    /// Each tool's text key: what a row is reused and cached by.
+    keys: Vec<TextKey>,
+    /// `rows[tool * dimensions..][..dimensions]`: the tool's unit vector,
+    /// quantised to `i8` (zero while it has none).
+    rows: Vec<i8>,
+    /// Per tool, what a row's dot product is multiplied by to be a cosine
+    /// (with the query's own factor); 0 while the tool has no vector.
+    factors: Vec<f32>,
+    /// Tools with a vector.
+    embedded: usize,
+}
+
+/// A text still to embed, and the key its vector is filled in by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pending {
+    pub key: TextKey,
+    pub text: String,
+}
+
+/// Equal when they hold the same rows (whatever model instance made them):
+/// what a reused table must be to one built from scratch.
+impl PartialEq for ToolVectors {
+    fn eq(&self, other: &Self) -> bool {
+        self.dimensions == other.dimensions
+            && self.keys == other.keys
+            && self.rows == other.rows
+            && self.factors == other.factors
+    }
+}
+
+impl std::fmt::Debug for ToolVectors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolVectors")
+            .field("tools", &self.factors.len())
+            .field("embedded", &self.embedded)
+            .field("dimensions", &self.dimensions)
+            .finish()
+    }
+}
+
+/// A vector quantised to `i8`, and the factor back to its values.
+pub(crate) fn quantise(vector: &[f32]) -> (Vec<i8>, f32) {
+    let largest = vector.iter().fold(0f32, |m, v| m.max(v.abs()));
+    if !largest.is_normal() {
+        return (vec![0; vector.len()], 0.0);
+    }
+    let scale = 127.0 / largest;
+    let row = vector
+        .iter()
+        .map(|v| (v * scale).round().clamp(-127.0, 127.0) as i8)
+        .collect();
+    (row, 1.0 / scale)
+}
+
+/// The record of `key` for `vector` (a zero row with factor 0 when the
+/// text has none, so it is never embedded again either).
+pub fn record_of(key: TextKey, vector: Option<&[f32]>, dimensions: usize) -> Record {
+    let (row, factor) = match vector.filter(|v| v.len() == dimensions) {
+        Some(vector) => quantise(vector),
+        None => (vec![0; dimensions], 0.0),
+    };
+    Record { key, row, factor }
+}
+
+impl ToolVectors {
+    /// The table of `catalog` with every row `earlier` (a table of the same
+    /// model) or `cache` already has, and the texts still to embed (each
+    /// once, however many tools share it).
+    pub fn assemble(
+        model: &Arc<TextModel>,
+        catalog: &Catalog,
+        earlier: Option<&ToolVectors>,
+        cache: Option<&DiskCache>,
+    ) -> (ToolVectors, Vec<Pending>) {
+        ToolVectors::assemble_reusing(model, catalog, earlier.map(|e| (e, &[][..])), cache)
+    }
+
+    /// [`ToolVectors::assemble`], where `same[i]` is tool `i`'s index in
+    /// `earlier`'s catalog when the tool is unchanged: its key and row are
+    /// copied without its text being written again (a reload of one file
+    /// of 125,000 tools writes the texts of that file's tools only).
+    pub fn assemble_reusing(
+        model: &Arc<TextModel>,
+        catalog: &Catalog,
+        earlier: Option<(&ToolVectors, &[Option<usize>])>,
+        cache: Option<&DiskCache>,
+    ) -> (ToolVectors, Vec<Pending>) {
+        let dimensions = model.dimensions();
+        let tools = catalog.tools();
+        let titles = titles_of(catalog);
+        let earlier = earlier
+            .filter(|(e, _)| e.model.digest() == model.digest() && e.dimensions == dimensions);
+        let unchanged = |tool: usize| -> Option<usize> {
+            let (vectors, same) = earlier?;
+            same.get(tool)
+                .copied()
+                .flatten()
+                .filter(|&j| j < vectors.len())
+        };
+        let texts: Vec<Option<String>> = tools
+            .iter()
+            .enumerate()
+            .map(|(i, tool)| match unchanged(i) {
+                Some(_) => None,
+                None => Some(tool_text(tool, titles.get(&*tool.document).copied())),
+            })
+            .collect();
+        let keys: Vec<TextKey> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| match (text, unchanged(i), earlier) {
+                (Some(text), _, _) => text_key(text),
+                (None, Some(j), Some((vectors, _))) => vectors.keys[j],
+                _ => [0; 16],
+            })
+            .collect();
+        let mut vectors = ToolVectors {
+            model: model.clone(),
+            dimensions,
+            keys,
+            rows: vec![0; tools.len() * dimensions],
+            factors: vec![0.0; tools.len()],
+            embedded: 0,
+        };
+        let mut reusable: HashMap<TextKey, usize> = HashMap::new();
+        if let Some((earlier, _)) = earlier {
+            for (tool, key) in earlier.keys.iter().enumerate() {
+                if earlier.factors[tool] != 0.0 {
+                    reusable.entry(*key).or_insert(tool);
+                }
+            }
+        }
+        let mut missing: Vec<TextKey> = Vec::new();
+        for tool in 0..tools.len() {
+            let key = vectors.keys[tool];
+            let from = unchanged(tool)
+                .filter(|&j| earlier.is_some_and(|(e, _)| e.factors[j] != 0.0))
+                .or_else(|| reusable.get(&key).copied());
+            match (earlier, from) {
+                (Some((earlier, _)), Some(from)) => {
+                    let row = &earlier.rows[from * dimensions..][..dimensions];
+                    vectors.set(tool, row, earlier.factors[from]);
+                }
+                _ => missing.push(key),
+            }
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        if let Some(cache) = cache.filter(|_| !missing.is_empty()) {
+            let found = cache.get(&missing);
+            vectors.fill(&found);
+            let found: std::collections::HashSet<TextKey> = found.iter().map(|r| r.key).collect();
+            missing.retain(|key| !found.contains(key));
+        }
+        let mut wanted: std::collections::HashSet<TextKey> = missing.into_iter().collect();
+        let mut pending: Vec<Pending> = Vec::with_capacity(wanted.len());
+        for (tool, text) in texts.into_iter().enumerate() {
+            let key = vectors.keys[tool];
+            if !wanted.remove(&key) {
+                continue;
+            }
+            // An unchanged tool whose earlier row was still missing: its
+            // text is written now.
+            let text = text.unwrap_or_else(|| {
+                let tool = &tools[tool];
+                tool_text(tool, titles.get(&*tool.document).copied())
+            });
+            pending.push(Pending { key, text });
+        }
+        (vectors, pending)
+    }
+
+    /// The table of `catalog` with every text embedded now, on rayon's
+    /// threads (what `sezzlee check` and the tests use; the gateway embeds
+    /// in the background instead).
+    pub fn build(
+        model: &Arc<TextModel>,
+        catalog: &Catalog,
+        earlier: Option<&ToolVectors>,
+        cache: Option<&DiskCache>,
+    ) -> ToolVectors {
+        let (mut vectors, pending) = ToolVectors::assemble(model, catalog, earlier, cache);
+        let records = embed(model, &pending);
+        vectors.fill(&records);
+        if let Some(cache) = cache {
+            let _ = cache.put(&records, &|_| true);
+        }
+        vectors
+    }
+
+    /// A copy with `records` filled in, for every tool whose text they are.
+    pub fn filled(&self, records: &[Record]) -> ToolVectors {
+        let mut copy = ToolVectors {
+            model: self.model.clone(),
+            dimensions: self.dimensions,
+            keys: self.keys.clone(),
+            rows: self.rows.clone(),
+            factors: self.factors.clone(),
+            embedded: self.embedded,
+        };
+        copy.fill(records);
+        copy
+    }
+
+    fn fill(&mut self, records: &[Record]) {
+        if records.is_empty() {
+            return;
+        }
+        let by_key: HashMap<TextKey, &Record> = records
+            .iter()
+            .filter(|r| r.row.len() == self.dimensions)
+            .map(|r| (r.key, r))
+            .collect();
+        for tool in 0..self.keys.len() {
+            if self.factors[tool] != 0.0 {
+                continue;
+            }
+            if let Some(record) = by_key.get(&self.keys[tool]) {
+                let (row, factor) = (record.row.clone(), record.factor);
+                self.set(tool, &row, factor);
+            }
+        }
+    }
+
+    fn set(&mut self, tool: usize, row: &[i8], factor: f32) {
+        let was = self.factors[tool] != 0.0;
+        self.rows[tool * self.dimensions..][..self.dimensions].copy_from_slice(row);
+        self.factors[tool] = factor;
+        match (was, factor != 0.0) {
+            (false, true) => self.embedded += 1,
+            (true, false) => self.embedded -= 1,
+            _ => {}
+        }
+    }
+
+    /// The model the tools were embedded with.
+    pub fn model(&self) -> &Arc<TextModel> {
+        &self.model
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.factors.len()
+    }
+
+    /// Whether there is no tool.
+    pub fn is_empty(&self) -> bool {
+        self.factors.is_empty()
+    }
+
+    /// Tools with a vector so far.
+    pub fn embedded(&self) -> usize {
+        self.embedded
+    }
+
+    /// Each tool's text key.
+    pub fn keys(&self) -> &[TextKey] {
+        &self.keys
+    }
+
+    /// Bytes the table holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.rows.len()
+            + self.factors.len() * std::mem::size_of::<f32>()
+            + self.keys.len() * std::mem::size_of::<TextKey>()
+    }
+
+    /// The unit vector of a query's text (`None`: it has none).
+    pub fn embed_query(&self, text: &str) -> Option<Vec<f32>> {
+        self.model.embed(text)
+    }
+
+    /// At most `depth` tools for which `include(i)` holds, by cosine with
+    /// `vector`, best first (ties by index), with their cosines. Tools
+    /// without a vector are never among them.
+    pub fn nearest(
+        &self,
+        vector: &[f32],
+        depth: usize,
+        include: &impl Fn(usize) -> bool,
+    ) -> Vec<(usize, f32)> {
+        let largest = vector.iter().fold(0f32, |m, v| m.max(v.abs()));
+        if depth == 0 || !largest.is_normal() || vector.len() != self.dimensions {
+            return Vec::new();
+        }
+        let query: Vec<i16> = vector
+            .iter()
+            .map(|v| (v * QUERY_SCALE / largest).round() as i16)
+            .collect();
+        let query_factor = largest / QUERY_SCALE;
+        let mut dots = Vec::with_capacity(self.len());
+        dot_rows(&query, &self.rows, self.dimensions, &mut dots);
+        let scored = dots
+            .iter()
+            .zip(&self.factors)
+            .enumerate()
+            .filter(|(_, (_, factor))| **factor != 0.0)
+            .map(|(tool, (&dot, &factor))| (tool, dot as f32 * factor * query_factor));
+        best(scored, depth, include)
+    }
+
+    /// The cosine of `vector` with `tool`'s row (`None`: no vector yet).
+    pub fn cosine(&self, vector: &[f32], tool: usize) -> Option<f32> {
+        let factor = *self.factors.get(tool)?;
+        if factor == 0.0 || vector.len() != self.dimensions {
+            return None;
+        }
+        let row = &self.rows[tool * self.dimensions..][..self.dimensions];
+        Some(
+            row.iter()
+                .zip(vector)
+                .map(|(&r, &v)| f32::from(r) * v)
+                .sum::<f32>()
+                * factor,
+        )
+    }
+}
+
+/// Every pending text embedded (on rayon's threads) as records.
+pub fn embed(model: &TextModel, pending: &[Pending]) -> Vec<Record> {
+    let texts: Vec<String> = pending.iter().map(|p| p.text.clone()).collect();
+    model
+        .embed_all(&texts)
+        .into_iter()
+        .zip(pending)
+        .map(|(vector, p)| record_of(p.key, vector.as_deref(), model.dimensions()))
+        .collect()
+}
+
+/// Each document's API title, by its file.
+fn titles_of(catalog: &Catalog) -> HashMap<&str, &str> {
+    catalog
+        .documents
+        .iter()
+        .map(|d| (&*d.file, d.title.as_str()))
+        .collect()
+}
+
+/// The text of `tool` as [`ToolVectors`] embeds it (for reports).
+pub fn text_of(catalog: &Catalog, tool: &Tool) -> String {
+    tool_text(tool, titles_of(catalog).get(&*tool.document).copied())
+}
+
+/// The `n` best of `scored` (higher first, ties by lower index) for which
+/// `include` holds, with their scores; `include` is asked only about tools
+/// that would enter.
+fn best(
+    scored: impl Iterator<Item = (usize, f32)>,
+    n: usize,
+    include: &impl Fn(usize) -> bool,
+) -> Vec<(usize, f32)> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut heap = BinaryHeap::with_capacity(n + 1);
+    for (tool, score) in scored {
+        let entry = Scored { score, tool };
+        let enters = heap.len() < n || heap.peek().is_some_and(|worst| entry < *worst);
+        if enters && include(tool) {
+            heap.push(entry);
+            if heap.len() > n {
+                heap.pop();
+            }
+        }
+    }
+    let mut ranked = heap.into_vec();
+    ranked.sort_unstable();
+    ranked.into_iter().map(|s| (s.tool, s.score)).collect()
+}
+
+/// The dot product of `query` with each `width`-long row of `rows`,
+/// appended to `out`. Compiled for the vector units the CPU has (checked
+/// once, at run time): the scan is most of a semantic query's time.
+#[multiversion::multiversion(targets("x86_64+avx2", "x86_64+sse4.1", "aarch64+neon"))]
+fn dot_rows(query: &[i16], rows: &[i8], width: usize, out: &mut Vec<i32>) {
+    if width == 0 || query.len() != width {
+        return;
+    }
+    for row in rows.chunks_exact(width) {
+        out.push(
+            query
+                .iter()
+                .zip(row)
+                .map(|(&x, &y)| i32::from(x) * i32::from(y))
+                .sum(),
+        );
+    }
+}
+
+/// A tool and its score; ordered best first (higher score, then lower
+/// index), so a max-heap of them keeps the worst on top.
+#[derive(Clone, Copy, Debug)]
+struct Scored {
+    score: f32,
+    tool: usize,
+}
+
+impl PartialEq for Scored {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Scored {}
+
+impl PartialOrd for Scored {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Scored {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then_with(|| self.tool.cmp(&other.tool))
+    }
+}
