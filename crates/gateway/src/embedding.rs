@@ -8,10 +8,12 @@
 //! assembles each snapshot's [`ToolVectors`] from what is known (the table
 //! before it, the disk cache) and hands the texts still missing to the one
 //! embedding thread here, which embeds them in batches, fills them into
-//! the snapshot being served ([`VectorSlot`]: each batch publishes a new
-//! table), and writes them to the disk cache, so no restart, reload or
-//! replica sharing the folder embeds them again. A reload replaces the
-//! work list with its own; texts the thread embedded but the new table
+//! the newest table ([`VectorSlot`]: each batch publishes a new table),
+//! and writes them to the disk cache, so no restart, reload or replica
+//! sharing the folder embeds them again. A reload replaces the work list
+//! with its own and makes its new table the one batches are filled into,
+//! before that table is even swapped in (so no batch lands only in the
+//! table being replaced); texts the thread embedded that the new table
 //! missed are filled from memory, never embedded twice.
 
 use std::collections::HashMap;
@@ -59,6 +61,8 @@ pub struct Embedder {
 #[derive(Default)]
 struct Work {
     pending: Vec<Pending>,
+    /// The newest table assembled: where batches are filled in.
+    target: Option<Arc<VectorSlot>>,
     /// Embedded by this process and not yet known to be in the served
     /// table and the disk cache: a reload's table may have missed them.
     recent: HashMap<TextKey, Record>,
@@ -84,7 +88,7 @@ impl Embedder {
         &self,
         catalog: &Catalog,
         earlier: Option<(&ToolVectors, &[Option<usize>])>,
-    ) -> ToolVectors {
+    ) -> Arc<VectorSlot> {
         let (mut vectors, mut pending) =
             ToolVectors::assemble_reusing(&self.model, catalog, earlier, self.cache.as_ref());
         let mut work = self.lock();
@@ -106,10 +110,16 @@ impl Embedder {
         self.progress
             .pending
             .store(pending.len(), Ordering::Relaxed);
+        let slot = Arc::new(VectorSlot::from_pointee(vectors));
+        // Batches from now on fill this table, even before it is served:
+        // every batch fills the target and enters `recent` under this
+        // lock, so one that lands after the table before was read is in
+        // `recent` by the time the next table is assembled.
+        work.target = Some(slot.clone());
         work.pending = pending;
         drop(work);
         self.wake.notify_all();
-        vectors
+        slot
     }
 
     /// Asks the thread to write what it holds and stop.
@@ -119,9 +129,7 @@ impl Embedder {
     }
 
     /// The embedding loop: run on its own thread until [`Embedder::stop`].
-    /// `publish` fills a batch's records into the served snapshot; `live`
-    /// tells the disk cache which texts the served catalog still uses.
-    pub fn run(&self, publish: impl Fn(&[Record]), live: impl Fn() -> Vec<TextKey>) {
+    pub fn run(&self) {
         let mut last_flush = Instant::now();
         loop {
             let batch: Vec<Pending> = {
@@ -145,7 +153,7 @@ impl Embedder {
                 if work.stopping {
                     let unsaved = std::mem::take(&mut work.unsaved);
                     drop(work);
-                    self.save(&unsaved, &live);
+                    self.save(&unsaved);
                     return;
                 }
                 let take = work.pending.len().min(BATCH);
@@ -164,8 +172,10 @@ impl Embedder {
                 self.progress
                     .embedded
                     .fetch_add(records.len() as u64, Ordering::Relaxed);
-                publish(&records);
                 let mut work = self.lock();
+                if let Some(slot) = &work.target {
+                    slot.rcu(|vectors| vectors.filled(&records));
+                }
                 for record in &records {
                     work.recent.insert(record.key, record.clone());
                 }
@@ -181,7 +191,7 @@ impl Embedder {
             };
             if flush {
                 let unsaved = std::mem::take(&mut self.lock().unsaved);
-                self.save(&unsaved, &live);
+                self.save(&unsaved);
                 last_flush = Instant::now();
             }
             if drained {
@@ -194,12 +204,17 @@ impl Embedder {
         }
     }
 
-    fn save(&self, records: &[Record], live: &impl Fn() -> Vec<TextKey>) {
+    /// Writes `records` to the disk cache; past its bound it keeps the
+    /// texts the newest table uses.
+    fn save(&self, records: &[Record]) {
         let Some(cache) = &self.cache else { return };
         if records.is_empty() {
             return;
         }
-        let keys: std::collections::HashSet<TextKey> = live().into_iter().collect();
+        let target = self.lock().target.clone();
+        let keys: std::collections::HashSet<TextKey> = target
+            .map(|slot| slot.load().keys().iter().copied().collect())
+            .unwrap_or_default();
         if let Err(err) = cache.put(records, &|key| keys.contains(key)) {
             tracing::warn!(
                 folder = %cache.folder().display(),

@@ -162,7 +162,7 @@ impl Gateway {
             connections: watch::Sender::new(0),
         });
         if let Some(embedder) = &gateway.embedder {
-            start_embedding(embedder.clone(), gateway.store.clone());
+            start_embedding(embedder.clone());
         }
         Ok(gateway)
     }
@@ -194,29 +194,11 @@ impl Gateway {
 }
 
 /// The thread that embeds tool texts in the background: each batch is
-/// filled into the snapshot served at that moment (whatever generation
-/// it is), and the texts it uses are what the disk cache keeps.
-fn start_embedding(embedder: Arc<Embedder>, store: Arc<Store>) {
+/// filled into the newest table assembled (`Embedder::run`).
+fn start_embedding(embedder: Arc<Embedder>) {
     let spawned = std::thread::Builder::new()
         .name("sezzlee-embed".into())
-        .spawn(move || {
-            let publish = |records: &[sezzlee_semantic::Record]| {
-                let served = store.current();
-                if let Some(slot) = &served.prepared.vectors {
-                    slot.rcu(|vectors| vectors.filled(records));
-                }
-            };
-            let live = || {
-                let served = store.current();
-                served
-                    .prepared
-                    .vectors
-                    .as_ref()
-                    .map(|slot| slot.load().keys().to_vec())
-                    .unwrap_or_default()
-            };
-            embedder.run(publish, live);
-        });
+        .spawn(move || embedder.run());
     if let Err(err) = spawned {
         tracing::error!("cannot start the embedding thread: {err}; search ranks by keywords alone");
     }

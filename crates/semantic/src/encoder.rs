@@ -19,7 +19,7 @@
 use std::fmt;
 
 use half::f16;
-use safetensors::{Dtype, SafeTensors};
+use safetensors::SafeTensors;
 use serde_json::Value;
 use tokenizers::Tokenizer;
 
@@ -440,7 +440,7 @@ fn shape_of(config: &[u8]) -> Result<Shape, String> {
             .and_then(Value::as_f64)
             .unwrap_or(1e-12) as f32,
     };
-    if shape.hidden % shape.heads != 0 || shape.hidden > 4096 || shape.layers > 64 {
+    if !shape.hidden.is_multiple_of(shape.heads) || shape.hidden > 4096 || shape.layers > 64 {
         return Err(format!(
             "hidden_size {} with {} heads and {} layers is not a shape sezzlee runs",
             shape.hidden, shape.heads, shape.layers
@@ -475,29 +475,10 @@ impl Weights<'_> {
                 "tensor {full} has shape {shape:?}; expected [{rows}, {columns}]"
             ));
         }
-        let data = tensor.data();
-        let values: Vec<f32> = match tensor.dtype() {
-            Dtype::F32 => data
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-            Dtype::F16 => data
-                .chunks_exact(2)
-                .map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            Dtype::BF16 => data
-                .chunks_exact(2)
-                .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            other => {
-                return Err(format!(
-                    "tensor {full} is {other:?}; expected F32, F16 or BF16"
-                ));
-            }
-        };
-        if values.len() != found_rows * found_columns || values.iter().any(|v| !v.is_finite()) {
+        let values = crate::tensor::values(&full, &tensor)?;
+        if values.len() != found_rows * found_columns {
             return Err(format!(
-                "tensor {full} does not hold finite numbers of its shape"
+                "tensor {full} does not hold the numbers of its shape"
             ));
         }
         Ok(values)

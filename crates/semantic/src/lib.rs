@@ -17,6 +17,7 @@ pub mod encoder;
 pub mod fusion;
 pub mod model;
 pub mod static_model;
+mod tensor;
 pub mod text;
 pub mod vectors;
 
@@ -135,8 +136,9 @@ pub fn weight_of_meaning(vectors: Option<&ToolVectors>, words: &[String]) -> f32
 /// How much the meaning ranking weighs against the keyword ranking (which
 /// weighs 1), by the query's content words (not stopwords): nothing for
 /// one or two; for a static model a quarter more per word from three, all
-/// from six; for an encoder half of [`ENCODER_WEIGHT`] at three, all of it
-/// from four. A query
+/// from six; for an encoder nothing up to three and [`ENCODER_WEIGHT`] from
+/// four (a three-word query such as "add member to group" names the
+/// operation in the document's words, and keywords rank it best). A query
 /// of a few words names the operation in the document's words ("list
 /// users", "refund a charge"), where keywords, with the route's structure,
 /// rank best and a paraphrase only adds noise; a sentence describes a need
@@ -146,7 +148,7 @@ pub fn weight_of_meaning(vectors: Option<&ToolVectors>, words: &[String]) -> f32
 fn meaning_weight(words: &[String], contextual: bool) -> f32 {
     let content = words.iter().filter(|w| !is_stopword(w)).count() as f32;
     if contextual {
-        ((content - 2.0) / 2.0).clamp(0.0, 1.0) * ENCODER_WEIGHT
+        if content >= 4.0 { ENCODER_WEIGHT } else { 0.0 }
     } else {
         ((content - 2.0) / 4.0).clamp(0.0, 1.0)
     }
@@ -156,8 +158,7 @@ fn meaning_weight(words: &[String], contextual: bool) -> f32 {
 /// strength (from four content words). Chosen on the tuning tasks
 /// (tests/data/agent-tasks-tune*.tsv; 34 APIs, 6,858 tools): recall@5
 /// merged / per document 0.518 / 0.732 at 1, 0.555 / 0.746 at 2, 0.548 /
-/// 0.736 at 3; reaching full weight at four content words rather than three
-/// or six changed nothing measurable.
+/// 0.736 at 3.
 const ENCODER_WEIGHT: f32 = 2.0;
 
 #[cfg(test)]
@@ -173,7 +174,7 @@ mod tests {
     }
 
     #[test]
-    fn an_encoder_weighs_in_from_three_content_words() {
+    fn an_encoder_weighs_in_from_four_content_words() {
         assert_eq!(meaning_weight(&words("list users"), true), 0.0);
         assert_eq!(
             meaning_weight(&words("refund a charge today"), true),

@@ -39,7 +39,7 @@ pub struct TextModel {
 
 enum Kind {
     Encoder(Box<Encoder>),
-    Static(StaticModel),
+    Static(Box<StaticModel>),
 }
 
 impl fmt::Debug for TextModel {
@@ -125,7 +125,7 @@ impl TextModel {
                         StaticError::Tokenizer(reason) => fail(TOKENIZER_FILE, reason),
                         StaticError::Embeddings(reason) => fail(EMBEDDINGS_FILE, reason),
                     })?;
-                Kind::Static(model)
+                Kind::Static(Box::new(model))
             }
             _ => {
                 return Err(fail(

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use safetensors::{Dtype, SafeTensors};
+use safetensors::SafeTensors;
 use tokenizers::Tokenizer;
 
 /// Characters of a text that are embedded; beyond them a description adds
@@ -188,27 +188,8 @@ fn token_vectors(bytes: &[u8]) -> Result<(Vec<f32>, usize), String> {
             DIMENSIONS.end()
         ));
     }
-    let data = tensor.data();
-    let vectors: Vec<f32> = match tensor.dtype() {
-        Dtype::F32 => data
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        Dtype::F16 => data
-            .chunks_exact(2)
-            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        Dtype::BF16 => data
-            .chunks_exact(2)
-            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        other => {
-            return Err(format!(
-                "tensor {name} is {other:?}; expected F32, F16 or BF16"
-            ));
-        }
-    };
-    if vectors.len() != rows * dimensions || vectors.iter().any(|v| !v.is_finite()) {
+    let vectors = crate::tensor::values(name, &tensor)?;
+    if vectors.len() != rows * dimensions {
         return Err(format!(
             "tensor {name} does not hold {rows} × {dimensions} finite numbers"
         ));

@@ -42,6 +42,9 @@ pub struct ToolVectors {
     embedded: usize,
 }
 
+/// Texts [`ToolVectors::build`] embeds between two writes to the cache.
+const BUILD_CHUNK: usize = 2_048;
+
 /// A text still to embed, and the key its vector is filled in by.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pending {
@@ -212,10 +215,14 @@ impl ToolVectors {
         cache: Option<&DiskCache>,
     ) -> ToolVectors {
         let (mut vectors, pending) = ToolVectors::assemble(model, catalog, earlier, cache);
-        let records = embed(model, &pending);
-        vectors.fill(&records);
-        if let Some(cache) = cache {
-            let _ = cache.put(&records, &|_| true);
+        // In chunks, each written to the cache as it is done: an
+        // interrupted run keeps what it embedded.
+        for chunk in pending.chunks(BUILD_CHUNK) {
+            let records = embed(model, chunk);
+            vectors.fill(&records);
+            if let Some(cache) = cache {
+                let _ = cache.put(&records, &|_| true);
+            }
         }
         vectors
     }

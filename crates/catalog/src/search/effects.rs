@@ -19,6 +19,8 @@ pub struct KeywordEffect {
     /// 1 where the keyword matched (added to the keyword count).
     pub(super) counted: Vec<u8>,
     pub(super) resource: Vec<u8>,
+    /// The largest contribution.
+    pub(super) max: f32,
 }
 
 impl std::fmt::Debug for KeywordEffect {

@@ -31,8 +31,7 @@
 //!
 //! # Ranking
 //! Keywords rank, they never filter. Tools are ordered by
-//! 1. the number of distinct keywords they match, more first;
-//! 2. a BM25F score: for each keyword, the tool's matches are weighted by
+//! 1. a BM25F score: for each keyword, the tool's matches are weighted by
 //!    field ([`FIELD_WEIGHT`](index::FIELD_WEIGHT): name and searchTerms above tags and route,
 //!    above argument names, above the description; the API's name, its
 //!    document's `info.title` less words every API name has, is a field of
@@ -51,8 +50,14 @@
 //!    share of the route's resource segments (its literal path words, less
 //!    versions and those most routes of its document share, like
 //!    `/rest/api/3`) that the keywords name, so `list users` prefers
-//!    `GET /users` to `GET /users/{id}/todo/lists`;
-//! 3. the tool's name (documents come in name order, so their index).
+//!    `GET /users` to `GET /users/{id}/todo/lists`; and multiplied by the
+//!    share of the query's keywords the tool matches (coordination), so
+//!    `search tracks` prefers a tool matching both words to one matching
+//!    `track` well. The share scales the score rather than ranking first:
+//!    ranked first, in a large catalog a tool matching many of a
+//!    sentence's common words always outranked the one matching its few
+//!    rare ones;
+//! 2. the tool's name (documents come in name order, so their index).
 //!
 //! Tools that match nothing follow by name; an empty query lists everything
 //! by name. The ranking uses no hashing order, clock or randomness, so the
@@ -73,8 +78,9 @@
 //! [`KeywordEffect`]: the index computes those of its [`COMMON_WORDS`](common::COMMON_WORDS)
 //! commonest words when it is built, and the served snapshot keeps others
 //! as queries meet them, so a common word usually costs one vectorised
-//! pass adding its keyword counts; the page is then chosen among the tools
-//! matching enough keywords to make it, and only their scores are summed.
+//! pass; the page is then chosen among the tools rare keywords matched
+//! when no tool matched by common ones alone can score as much, else over
+//! every tool, eight at a time.
 //! (What that costs is measured by `benches/search.rs`.)
 
 mod analysis;

@@ -2,10 +2,10 @@
 //!
 //! `include` may be costly and most matched tools cannot make the page, so
 //! the page is a bounded heap that asks `include` only about tools that
-//! would enter it. When a common keyword made every tool a candidate, tools
-//! are scanned eight at a time ([`scan_all`]), their keyword counts tested
-//! as the bytes of one word against a floor that only tools able to make
-//! the page reach.
+//! would enter it. When a common keyword made every tool a candidate, the
+//! page is first sought among the tools rare keywords matched, when no
+//! other tool's score can reach it; else every tool's score is computed,
+//! eight at a time ([`scan_all`]).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -22,131 +22,73 @@ pub(super) fn best_matched(
     include: &impl Fn(usize) -> bool,
 ) -> Vec<usize> {
     if scratch.effects.is_empty() {
-        let mut page = Page::new(limit, 0);
+        let mut page = Page::new(limit);
         for &doc in &scratch.matched {
             let doc = doc as usize;
-            let score = scratch.final_score(doc, resources);
-            page.offer(doc, scratch.count[doc], score, include);
+            page.offer(doc, scratch.final_score(doc, resources), include);
         }
         return page.into_best();
     }
-    // A tool no keyword settled tool by tool matched holds at most one
-    // count per effect: when enough of the tools those keywords matched
-    // hold more, the page is theirs, and nobody else need be looked at.
+    // A tool no keyword settled tool by tool matched scores at most what
+    // the effects can give it: when enough of the tools those keywords
+    // matched score more, the page is theirs, and nobody else need be
+    // looked at.
     if let Some(best) = best_of_matched(scratch, resources, limit, include) {
         return best;
     }
-    // Otherwise every tool is a candidate: rather than offering all of them,
-    // offer those matching enough keywords to make the page. Ranking is by
-    // keyword count first, so when at least `limit` tools match `floor` or
-    // more keywords, the page holds only such tools.
     scratch.apply_counts();
-    let floor = (1..=scratch.keywords)
-        .rev()
-        .find(|&floor| at_least(&scratch.count, floor) >= limit)
-        .unwrap_or(0);
-    let best = scan_all(scratch, floor, resources, limit, include);
-    if best.len() < limit && floor > 0 {
-        // `include` refused too many of them: offer every matched tool.
-        return scan_all(scratch, 0, resources, limit, include);
-    }
-    best
+    scan_all(scratch, resources, limit, include)
 }
 
 /// The page when it can be chosen among the tools that keywords settled
 /// tool by tool matched (`scratch.matched`), with effects (keywords
 /// settled over every tool) in the query: any other tool matched only
-/// effects, so at most one keyword per effect, and when the page fills
-/// with tools matching more (the ranking is by keyword count first) no
-/// other tool could enter it. `None` when it does not fill so: then every
-/// tool must be looked at.
+/// effects, so scores at most [`Scratch::effects_bound`], and when the
+/// page fills with tools scoring more no other tool could enter it. `None`
+/// when it does not fill so: then every tool must be looked at.
 fn best_of_matched(
     scratch: &Scratch,
     resources: &[u8],
     limit: usize,
     include: &impl Fn(usize) -> bool,
 ) -> Option<Vec<usize>> {
-    let effects = u8::try_from(scratch.effects.len()).ok()?;
-    let above_effects = effects.checked_add(1)?;
     if scratch.matched.len() < limit {
         return None;
     }
-    let mut page = Page::new(limit, above_effects);
+    let bound = scratch.effects_bound();
+    let mut page = Page::new(limit);
     for &doc in &scratch.matched {
         let doc = doc as usize;
-        let count = scratch.total_count(doc);
-        if count >= page.floor {
-            page.offer(doc, count, scratch.final_score(doc, resources), include);
+        let score = scratch.final_score(doc, resources);
+        if score > bound {
+            page.offer(doc, score, include);
         }
     }
     page.worst()
-        .is_some_and(|worst| worst.count >= above_effects)
+        .is_some_and(|worst| worst.score > bound)
         .then(|| page.into_best())
 }
 
-/// How many of `counts` are at least `floor`: summed in bytes, 255 at a
-/// time, which the compiler turns into sixteen comparisons per instruction.
-fn at_least(counts: &[u8], floor: u8) -> usize {
-    counts
-        .chunks(255)
-        .map(|chunk| {
-            let reached: u8 = chunk.iter().map(|&c| u8::from(c >= floor)).sum();
-            usize::from(reached)
-        })
-        .sum()
-}
-
-/// [`best_matched`] over every tool: offers the matched tools matching at
-/// least `floor` keywords, and fewer once the page is full of tools
-/// matching more. Tools go eight at a time: their keyword counts are
-/// tested at once (as the bytes of one word), and the final scores of the
-/// eight are computed together from contiguous arrays (vector
-/// instructions) only when one of them could enter the page.
+/// [`best_matched`] over every tool. Tools go eight at a time: their final
+/// scores are computed together from contiguous arrays (vector
+/// instructions), and only those that beat the page's worst are offered.
 fn scan_all(
     scratch: &Scratch,
-    floor: u8,
     resources: &[u8],
     limit: usize,
     include: &impl Fn(usize) -> bool,
 ) -> Vec<usize> {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let mut page = Page::new(limit, floor);
+    let mut page = Page::new(limit);
     let docs = scratch.count.len();
     let mut base = 0;
     while base + LANES <= docs {
-        let counts: [u8; LANES] = lanes(&scratch.count, base);
-        let word = u64::from_le_bytes(counts);
-        // A byte is at least the floor (1..=128) when its high bit is set
-        // or its low seven bits plus 128 − floor reach 128: no carry
-        // crosses into the next byte. (Above 128 this passes every byte
-        // from 128 on, more than needed; the count is tested again.)
-        let mut reached = if page.floor == 0 {
-            HIGH
-        } else {
-            let step = 128u64.saturating_sub(u64::from(page.floor)) * ONES;
-            (((word & !HIGH) + step) | word) & HIGH
-        };
-        if reached != 0 {
-            let scores = scratch.final_scores(base, resources);
-            if let Some(worst) = page.worst() {
-                // Tools come in index order, so one that only ties the
-                // worst (a lower index) cannot take its place.
-                let mut beats = 0u64;
-                for lane in 0..LANES {
-                    let better = counts[lane] > worst.count
-                        || (counts[lane] == worst.count && scores[lane] > worst.score);
-                    beats |= u64::from(better) << (lane * 8 + 7);
-                }
-                reached &= beats;
-            }
-            while reached != 0 {
-                let lane = (reached.trailing_zeros() / 8) as usize;
-                // A score of 0 is an unmatched tool (with a floor of 0).
-                if scores[lane] > 0.0 {
-                    page.offer(base + lane, counts[lane], scores[lane], include);
-                }
-                reached &= reached - 1;
+        let scores = scratch.final_scores(base, resources);
+        for (lane, &score) in scores.iter().enumerate() {
+            // A score of 0 is an unmatched tool. Tools come in index
+            // order, so one that only ties the worst (a lower index)
+            // cannot take its place.
+            if score > 0.0 && page.worst().is_none_or(|worst| score > worst.score) {
+                page.offer(base + lane, score, include);
             }
         }
         base += LANES;
@@ -154,18 +96,10 @@ fn scan_all(
     for doc in base..docs {
         let score = scratch.final_score(doc, resources);
         if score > 0.0 {
-            page.offer(doc, scratch.count[doc], score, include);
+            page.offer(doc, score, include);
         }
     }
     page.into_best()
-}
-
-/// `values[base..base + N]` as an array (zeros past the end).
-fn lanes<T: Copy + Default, const N: usize>(values: &[T], base: usize) -> [T; N] {
-    values
-        .get(base..base + N)
-        .and_then(|slice| <[T; N]>::try_from(slice).ok())
-        .unwrap_or([T::default(); N])
 }
 
 /// The best tools offered so far, at most `limit`, in a heap whose top is
@@ -175,30 +109,20 @@ fn lanes<T: Copy + Default, const N: usize>(values: &[T], base: usize) -> [T; N]
 struct Page {
     best: BinaryHeap<Candidate>,
     limit: usize,
-    /// Tools matching fewer keywords are not offered (or are refused): once
-    /// the page is full, the worst one's count.
-    floor: u8,
 }
 
 impl Page {
-    fn new(limit: usize, floor: u8) -> Page {
+    fn new(limit: usize) -> Page {
         Page {
             best: BinaryHeap::with_capacity(limit.min(1024) + 1),
             limit,
-            floor,
         }
     }
 
-    /// Offers a tool with its keyword count and final score.
-    fn offer(&mut self, doc: usize, count: u8, score: f32, include: &impl Fn(usize) -> bool) {
-        // Once the page is full, a tool matching fewer keywords than its
-        // worst cannot enter: most tools of a broad query end here, cheaply.
-        if count < self.floor {
-            return;
-        }
+    /// Offers a tool with its final score.
+    fn offer(&mut self, doc: usize, score: f32, include: &impl Fn(usize) -> bool) {
         let candidate = Candidate {
             doc: doc as u32,
-            count,
             score,
         };
         let enters = self.best.len() < self.limit
@@ -209,9 +133,6 @@ impl Page {
             } else if let Some(mut worst) = self.best.peek_mut() {
                 // One sift down, rather than a push and a pop.
                 *worst = candidate;
-            }
-            if self.best.len() >= self.limit {
-                self.floor = self.best.peek().map_or(0, |worst| worst.count);
             }
         }
     }
@@ -233,12 +154,11 @@ impl Page {
     }
 }
 
-/// A matched tool while selecting the best ones. Ordered best first: more
-/// keywords, then higher score, then lower index (name order).
+/// A matched tool while selecting the best ones. Ordered best first: higher
+/// score, then lower index (name order).
 #[derive(Clone, Copy)]
 struct Candidate {
     doc: u32,
-    count: u8,
     score: f32,
 }
 
@@ -246,9 +166,8 @@ impl Ord for Candidate {
     #[inline]
     fn cmp(&self, other: &Candidate) -> Ordering {
         other
-            .count
-            .cmp(&self.count)
-            .then_with(|| other.score.total_cmp(&self.score))
+            .score
+            .total_cmp(&self.score)
             .then_with(|| self.doc.cmp(&other.doc))
     }
 }

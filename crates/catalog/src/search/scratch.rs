@@ -30,13 +30,21 @@ pub(super) const ROUTE_COVERAGE: f32 = 1.0;
 pub(super) const LANES: usize = 8;
 
 /// The ranking score: the keywords' BM25F sum lifted by route coverage
-/// (see [`ROUTE_COVERAGE`]). `routes` is the tool's count of resource
-/// segments, `hits` the keywords that matched one (both whole numbers); a
-/// tool with none is not lifted (0 / 1).
+/// (see [`ROUTE_COVERAGE`]), then coordinated: multiplied by the share of
+/// the query's keywords the tool matched. `routes` is the tool's count of
+/// resource segments, `hits` the keywords that matched one, `count` the
+/// keywords matched and `keywords` the query's (all whole numbers); a tool
+/// with no resource segment is not lifted (0 / 1).
+///
+/// The share only scales the score: ranking by it first (more keywords
+/// matched, then score) lets a tool matching many common words (`get`,
+/// `new`, `account`) outrank one matching the few rare words that name the
+/// operation, and in a large catalog there is always such a tool for a
+/// sentence of many keywords.
 #[inline]
-fn lifted(score: f32, hits: f32, routes: f32) -> f32 {
+fn ranked(score: f32, hits: f32, routes: f32, count: f32, keywords: f32) -> f32 {
     let covered = hits.min(routes) / routes.max(1.0);
-    score * (1.0 + ROUTE_COVERAGE * covered)
+    score * (1.0 + ROUTE_COVERAGE * covered) * (count / keywords.max(1.0))
 }
 
 thread_local! {
@@ -60,11 +68,10 @@ pub(super) fn with_scratch<R>(docs: usize, f: impl FnOnce(&mut Scratch) -> R) ->
 /// queries every entry is zero; a query cleans up only what it touched.
 ///
 /// A keyword settled over every tool is not added to the scores: its
-/// [`KeywordEffect`] is kept aside (`effects`) and only its keyword counts
-/// are added, since the page is chosen by count first. A tool's whole
-/// score is then summed ([`Scratch::total_score`]) only for the few tools
-/// that could make the page, instead of passing over every tool's score
-/// once per common keyword and again to clear it.
+/// [`KeywordEffect`] is kept aside (`effects`). A tool's whole score is
+/// then summed ([`Scratch::total_score`]) only for the tools that could
+/// make the page, instead of passing over every tool's score once per
+/// common keyword and again to clear it.
 #[derive(Default)]
 pub(super) struct Scratch {
     /// Score from the keywords settled tool by tool; zero when none matched.
@@ -228,6 +235,7 @@ impl Scratch {
                 .iter_mut()
                 .map(|frequency| bm25(idf, std::mem::take(frequency))),
         );
+        effect.max = effect.contribution.iter().copied().fold(0.0, f32::max);
         effect
     }
 
@@ -284,14 +292,25 @@ impl Scratch {
         hits
     }
 
-    /// A tool's ranking score ([`lifted`]).
+    /// A tool's ranking score ([`ranked`]).
     pub(super) fn final_score(&self, doc: usize, resources: &[u8]) -> f32 {
         let routes = resources.get(doc).copied().unwrap_or(0);
-        lifted(
+        ranked(
             self.total_score(doc),
             f32::from(self.total_resource_hits(doc)),
             f32::from(routes),
+            f32::from(self.total_count(doc)),
+            f32::from(self.keywords),
         )
+    }
+
+    /// More than any tool that only effects matched can score: each
+    /// effect's largest contribution, lifted by full route coverage, with
+    /// every effect's keyword matched.
+    pub(super) fn effects_bound(&self) -> f32 {
+        let most: f32 = self.effects.iter().map(|effect| effect.max).sum();
+        let share = self.effects.len() as f32 / f32::from(self.keywords).max(1.0);
+        most * (1.0 + ROUTE_COVERAGE) * share * 1.001
     }
 
     /// [`Scratch::final_score`] of the [`LANES`] tools from `base`, with
@@ -301,25 +320,32 @@ impl Scratch {
         let span = base..base + LANES;
         let mut total = [0.0f32; LANES];
         let mut hits = [0.0f32; LANES];
-        if let (Some(score), Some(resource_hits)) = (
+        let mut count = [0u8; LANES];
+        if let (Some(score), Some(resource_hits), Some(counts)) = (
             self.score.get(span.clone()),
             self.resource_hits.get(span.clone()),
+            self.count.get(span.clone()),
         ) {
             for lane in 0..LANES {
                 total[lane] = score[lane];
                 hits[lane] = f32::from(resource_hits[lane]);
+                count[lane] = counts[lane];
             }
         }
         for effect in &self.effects {
-            let (Some(contribution), Some(resource)) = (
+            let (Some(contribution), Some(resource), Some(counted)) = (
                 effect.contribution.get(span.clone()),
                 effect.resource.get(span.clone()),
+                effect.counted.get(span.clone()),
             ) else {
                 continue;
             };
             for lane in 0..LANES {
                 total[lane] += contribution[lane];
                 hits[lane] += f32::from(resource[lane]);
+                if !self.counts_applied {
+                    count[lane] = count[lane].saturating_add(counted[lane]);
+                }
             }
         }
         let mut routes = [0.0f32; LANES];
@@ -330,7 +356,13 @@ impl Scratch {
         }
         let mut scores = [0.0; LANES];
         for lane in 0..LANES {
-            scores[lane] = lifted(total[lane], hits[lane], routes[lane]);
+            scores[lane] = ranked(
+                total[lane],
+                hits[lane],
+                routes[lane],
+                f32::from(count[lane]),
+                f32::from(self.keywords),
+            );
         }
         scores
     }

@@ -104,8 +104,7 @@ type CompiledInput = OnceLock<Result<jsonschema::Validator, String>>;
 impl Prepared {
     pub fn new(catalog: &Catalog, embedder: Option<&Embedder>) -> Prepared {
         let (mut prepared, _) = Prepared::build(catalog, None);
-        prepared.vectors = embedder
-            .map(|embedder| Arc::new(VectorSlot::from_pointee(embedder.assemble(catalog, None))));
+        prepared.vectors = embedder.map(|embedder| embedder.assemble(catalog, None));
         prepared
     }
 
@@ -121,7 +120,7 @@ impl Prepared {
         prepared.vectors = embedder.map(|embedder| {
             let before = earlier.vectors.as_ref().map(|slot| slot.load_full());
             let reused = before.as_deref().map(|vectors| (vectors, same.as_slice()));
-            Arc::new(VectorSlot::from_pointee(embedder.assemble(catalog, reused)))
+            embedder.assemble(catalog, reused)
         });
         prepared
     }
