@@ -190,8 +190,13 @@ pub fn rank(catalog: &Catalog, vectors: Option<&ToolVectors>, task: &Task) -> Me
         catalog
             .search_index()
             .matched_keywords_with(&words, SIGNAL_DEPTH, |_| true, None);
+    // The query's vector as the fused ranking embedded it (a keyword-style
+    // query, which meaning did not rank, is embedded here only).
     let meaning_rank = vectors.and_then(|vectors| {
-        let vector = vectors.embed_query(&sentence)?;
+        let vector = match &ranking.vector {
+            Some(vector) => vector.clone(),
+            None => vectors.embed_query(&sentence)?,
+        };
         let nearest = vectors.nearest(&vector, SIGNAL_DEPTH, &|_| true);
         Some(nearest.iter().position(|&(i, _)| is_target(i))? + 1)
     });

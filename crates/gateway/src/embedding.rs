@@ -33,6 +33,11 @@ pub type VectorSlot = ArcSwap<ToolVectors>;
 const BATCH: usize = 48;
 /// Records kept in memory before they are written as one cache segment.
 const FLUSH_RECORDS: usize = 4_096;
+/// Longest embedded records wait before they are filled into the served
+/// table: each fill copies the table (48 MB at 125,000 tools), so batches
+/// are filled together, at most once a second, and at once when the work
+/// list drains.
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 /// Longest a record waits in memory before it is written.
 const FLUSH_AFTER: Duration = Duration::from_secs(20);
 
@@ -67,6 +72,8 @@ struct Work {
     /// table and the disk cache: a reload's table may have missed them.
     recent: HashMap<TextKey, Record>,
     unsaved: Vec<Record>,
+    /// Embedded, in `recent`, and not yet filled into the target.
+    unpublished: Vec<Record>,
     stopping: bool,
 }
 
@@ -89,7 +96,7 @@ impl Embedder {
         catalog: &Catalog,
         earlier: Option<(&ToolVectors, &[Option<usize>])>,
     ) -> Arc<VectorSlot> {
-        let (mut vectors, mut pending) =
+        let (mut vectors, mut pending, from_cache) =
             ToolVectors::assemble_reusing(&self.model, catalog, earlier, self.cache.as_ref());
         let mut work = self.lock();
         // Texts this process embedded that the table before did not have
@@ -99,14 +106,13 @@ impl Embedder {
             .filter_map(|p| work.recent.get(&p.key).cloned())
             .collect();
         if !known.is_empty() {
-            vectors = vectors.filled(&known);
+            vectors.fill(&known);
             let filled: std::collections::HashSet<TextKey> = known.iter().map(|r| r.key).collect();
             pending.retain(|p| !filled.contains(&p.key));
         }
-        let cached = vectors.embedded() as u64;
         self.progress
             .from_cache
-            .fetch_add(cached, Ordering::Relaxed);
+            .fetch_add(from_cache as u64, Ordering::Relaxed);
         self.progress
             .pending
             .store(pending.len(), Ordering::Relaxed);
@@ -131,6 +137,7 @@ impl Embedder {
     /// The embedding loop: run on its own thread until [`Embedder::stop`].
     pub fn run(&self) {
         let mut last_flush = Instant::now();
+        let mut last_publish = Instant::now();
         loop {
             let batch: Vec<Pending> = {
                 let mut work = self.lock();
@@ -173,13 +180,18 @@ impl Embedder {
                     .embedded
                     .fetch_add(records.len() as u64, Ordering::Relaxed);
                 let mut work = self.lock();
-                if let Some(slot) = &work.target {
-                    slot.rcu(|vectors| vectors.filled(&records));
-                }
                 for record in &records {
                     work.recent.insert(record.key, record.clone());
                 }
-                work.unsaved.extend(records);
+                work.unsaved.extend(records.iter().cloned());
+                work.unpublished.extend(records);
+                if work.pending.is_empty() || last_publish.elapsed() >= PUBLISH_EVERY {
+                    let unpublished = std::mem::take(&mut work.unpublished);
+                    if let Some(slot) = &work.target {
+                        slot.rcu(|vectors| vectors.filled(&unpublished));
+                    }
+                    last_publish = Instant::now();
+                }
             }
             let (flush, drained) = {
                 let work = self.lock();
@@ -196,7 +208,8 @@ impl Embedder {
             }
             if drained {
                 let mut work = self.lock();
-                if work.pending.is_empty() && work.unsaved.is_empty() {
+                if work.pending.is_empty() && work.unsaved.is_empty() && work.unpublished.is_empty()
+                {
                     // Everything is in the served table and on disk.
                     work.recent = HashMap::new();
                 }

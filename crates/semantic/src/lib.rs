@@ -59,6 +59,9 @@ pub struct Ranking {
     pub page: Vec<usize>,
     /// How much meaning weighed against keywords (0: keywords alone).
     pub weight: f32,
+    /// The query's vector, when meaning ranked (for explaining a miss
+    /// deeper than the page without embedding the query again).
+    pub vector: Option<Vec<f32>>,
 }
 
 /// At most `limit` tools for which `include(i)` holds: the keyword
@@ -99,14 +102,17 @@ pub fn rank_explained(
     };
     let depth = fusion::DEPTH.max(limit);
     let lexical = index.matched_keywords_with(words, depth, &include, effects);
+    let joined;
     let text = if vectors.model().is_contextual() {
-        query.sentence.to_string()
+        query.sentence
     } else {
         // A static model averages tokens: the keywords are its sentence.
-        words.join(" ")
+        joined = words.join(" ");
+        &joined
     };
-    let semantic = match vectors.embed_query(&text) {
-        Some(vector) => vectors.nearest(&vector, depth, &include),
+    let vector = vectors.embed_query(text);
+    let semantic = match &vector {
+        Some(vector) => vectors.nearest(vector, depth, &include),
         None => Vec::new(),
     };
     let ids: Vec<usize> = semantic.iter().map(|&(tool, _)| tool).collect();
@@ -117,6 +123,7 @@ pub fn rank_explained(
         semantic,
         page,
         weight,
+        vector,
     }
 }
 

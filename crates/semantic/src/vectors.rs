@@ -27,6 +27,7 @@ use crate::text::tool_text;
 const QUERY_SCALE: f32 = 2047.0;
 
 /// The tools of one catalog as vectors of one model.
+#[derive(Clone)]
 pub struct ToolVectors {
     model: Arc<TextModel>,
     dimensions: usize,
@@ -107,19 +108,22 @@ impl ToolVectors {
         earlier: Option<&ToolVectors>,
         cache: Option<&DiskCache>,
     ) -> (ToolVectors, Vec<Pending>) {
-        ToolVectors::assemble_reusing(model, catalog, earlier.map(|e| (e, &[][..])), cache)
+        let (vectors, pending, _) =
+            ToolVectors::assemble_reusing(model, catalog, earlier.map(|e| (e, &[][..])), cache);
+        (vectors, pending)
     }
 
     /// [`ToolVectors::assemble`], where `same[i]` is tool `i`'s index in
     /// `earlier`'s catalog when the tool is unchanged: its key and row are
     /// copied without its text being written again (a reload of one file
-    /// of 125,000 tools writes the texts of that file's tools only).
+    /// of 125,000 tools writes the texts of that file's tools only). Also
+    /// returns how many texts the disk cache gave.
     pub fn assemble_reusing(
         model: &Arc<TextModel>,
         catalog: &Catalog,
         earlier: Option<(&ToolVectors, &[Option<usize>])>,
         cache: Option<&DiskCache>,
-    ) -> (ToolVectors, Vec<Pending>) {
+    ) -> (ToolVectors, Vec<Pending>, usize) {
         let dimensions = model.dimensions();
         let tools = catalog.tools();
         let titles = titles_of(catalog);
@@ -181,8 +185,10 @@ impl ToolVectors {
         }
         missing.sort_unstable();
         missing.dedup();
+        let mut from_cache = 0;
         if let Some(cache) = cache.filter(|_| !missing.is_empty()) {
             let found = cache.get(&missing);
+            from_cache = found.len();
             vectors.fill(&found);
             let found: std::collections::HashSet<TextKey> = found.iter().map(|r| r.key).collect();
             missing.retain(|key| !found.contains(key));
@@ -202,7 +208,7 @@ impl ToolVectors {
             });
             pending.push(Pending { key, text });
         }
-        (vectors, pending)
+        (vectors, pending, from_cache)
     }
 
     /// The table of `catalog` with every text embedded now, on rayon's
@@ -229,19 +235,14 @@ impl ToolVectors {
 
     /// A copy with `records` filled in, for every tool whose text they are.
     pub fn filled(&self, records: &[Record]) -> ToolVectors {
-        let mut copy = ToolVectors {
-            model: self.model.clone(),
-            dimensions: self.dimensions,
-            keys: self.keys.clone(),
-            rows: self.rows.clone(),
-            factors: self.factors.clone(),
-            embedded: self.embedded,
-        };
+        let mut copy = self.clone();
         copy.fill(records);
         copy
     }
 
-    fn fill(&mut self, records: &[Record]) {
+    /// Fills `records` in, for every tool without a vector whose text they
+    /// are.
+    pub fn fill(&mut self, records: &[Record]) {
         if records.is_empty() {
             return;
         }
