@@ -17,9 +17,9 @@
 
 use serde_json::Value;
 use sezzlee_catalog::schema::Def;
-use sezzlee_catalog::search::SearchIndex;
 use sezzlee_catalog::{Catalog, Schema, Sources};
 use sezzlee_gateway::tools::Prepared;
+use sezzlee_search::SearchIndex;
 use sezzlee_semantic::TextModel;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;

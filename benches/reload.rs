@@ -36,7 +36,6 @@
 //! - `RELOAD_SEED` (default 1): which documents are edited.
 
 use serde_json::Value;
-use sezzlee_catalog::search::{SearchIndex, query_keywords};
 use sezzlee_catalog::source::is_catalog_file;
 use sezzlee_catalog::{Catalog, Sources};
 use sezzlee_client::listen::ListenOptions;
@@ -45,6 +44,7 @@ use sezzlee_gateway::gateway::Gateway;
 use sezzlee_gateway::reload::{self, Reloader};
 use sezzlee_gateway::settings::{DemoBackend, Settings, WatchMode};
 use sezzlee_gateway::tools::Prepared;
+use sezzlee_search::{SearchIndex, query_keywords};
 use sezzlee_semantic::{self as semantic, TextModel, ToolVectors};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

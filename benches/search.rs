@@ -16,7 +16,6 @@
 
 use criterion::Criterion;
 use serde_json::{Value, json};
-use sezzlee_catalog::search::query_keywords;
 use sezzlee_catalog::{Catalog, Sources};
 use sezzlee_gateway::backend::{Client, DEFAULT_MAX_RESPONSE_BYTES};
 use sezzlee_gateway::settings::Settings;
@@ -24,6 +23,7 @@ use sezzlee_gateway::store::Served;
 use sezzlee_gateway::tools::search_cache::SearchCache;
 use sezzlee_gateway::tools::{Context, search};
 use sezzlee_gateway::visibility::Caller;
+use sezzlee_search::query_keywords;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

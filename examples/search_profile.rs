@@ -3,8 +3,8 @@
 //! agent-phrased sentences of `tests/data/agent-tasks-*.tsv` ROUNDS times
 //! (limit 20) and prints the p50 and p99.
 
-use sezzlee_catalog::search::query_keywords;
 use sezzlee_catalog::{BuildOptions, Catalog, Sources};
+use sezzlee_search::query_keywords;
 use std::path::PathBuf;
 use std::time::Instant;
 

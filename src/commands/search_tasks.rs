@@ -13,9 +13,9 @@
 //! `path` as the document writes it, and an optional `operationId`; a header
 //! line starting with `query` and lines starting with `#` are skipped.
 
-use sezzlee_catalog::search::query_keywords;
 use sezzlee_catalog::{BuildOptions, Catalog, Sources};
 use sezzlee_gateway::tools::search::MAX_LIMIT;
+use sezzlee_search::query_keywords;
 use sezzlee_semantic::{self as semantic, DiskCache, TextModel, ToolVectors};
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;

@@ -1,10 +1,15 @@
 //! The crates' boundaries, as the compiler keeps them only while their
 //! dependency trees allow: the catalog is pure (no runtime, no HTTP stack,
-//! no watcher), the client knows no command line and none of our crates but
-//! sezzlee-json, and the gateway knows neither the command line nor the
-//! client. Read from `cargo tree`, so a transitive dependency counts too.
+//! no watcher), keyword search knows no document format and no crate of
+//! ours, search by meaning keeps the model runtime to itself, the client
+//! knows no command line and none of our crates but sezzlee-json, and the
+//! gateway knows neither the command line nor the client. Read from
+//! `cargo tree`, so a transitive dependency counts too. Inside the two
+//! search crates, no module leans on one that leans back on it: each can
+//! be read, and changed, after the ones it uses.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::process::Command;
 
 /// Every package in `krate`'s normal (non-dev, non-build) dependency tree.
@@ -77,9 +82,29 @@ fn the_gateway_crate_has_no_command_line_and_no_client() {
 }
 
 #[test]
+fn the_keyword_search_crate_knows_no_document_format_and_no_crate_of_ours() {
+    // sezzlee-search ranks tool text; what a document is, and what a
+    // model makes of it, are the catalog's and sezzlee-semantic's.
+    assert_none_of(
+        "sezzlee-search",
+        &[
+            "sezzlee-json",
+            "sezzlee-catalog",
+            "sezzlee-semantic",
+            "serde_json",
+            "serde_yaml_ng",
+            "tokenizers",
+            "safetensors",
+            "tokio",
+        ],
+    );
+}
+
+#[test]
 fn the_catalog_crate_has_no_model_runtime_or_tokenizer() {
     // Search by meaning lives in sezzlee-semantic: the catalog stays
-    // conversion and keyword search, and builds without the encoder.
+    // conversion (it analyses and indexes words through sezzlee-search),
+    // and builds without the encoder.
     assert_none_of(
         "sezzlee-catalog",
         &[
@@ -105,5 +130,98 @@ fn the_semantic_crate_has_no_runtime_http_stack_or_watcher() {
             "clap",
             "sezzlee-gateway",
         ],
+    );
+}
+
+/// The modules of the crate whose sources are in `dir` (one file each),
+/// with the sibling modules each one's code (not its tests) names through
+/// `super::` or `crate::`.
+fn module_uses(dir: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut modules = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).expect("crate sources") {
+        let path = entry.expect("directory entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("rs") {
+            continue;
+        }
+        let module = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("file name");
+        let text = std::fs::read_to_string(&path).expect("source readable");
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+        let mut uses = BTreeSet::new();
+        for prefix in ["super::", "crate::"] {
+            for (at, _) in code.match_indices(prefix) {
+                let rest = &code[at + prefix.len()..];
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
+                    .collect();
+                if !name.is_empty() && name != module {
+                    uses.insert(name);
+                }
+            }
+        }
+        modules.insert(module.to_string(), uses);
+    }
+    modules
+}
+
+/// A chain of modules that leads back to its first, if any.
+fn module_circle(modules: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        module: &str,
+        modules: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|m| m == module) {
+            let mut circle = path[start..].to_vec();
+            circle.push(module.to_string());
+            return Some(circle);
+        }
+        if done.contains(module) {
+            return None;
+        }
+        path.push(module.to_string());
+        for used in modules.get(module).into_iter().flatten() {
+            if let Some(circle) = visit(used, modules, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.insert(module.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    modules
+        .keys()
+        .find_map(|module| visit(module, modules, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_search_crates_have_no_circles_between_their_modules() {
+    for dir in ["crates/search/src", "crates/semantic/src"] {
+        let modules = module_uses(dir);
+        assert!(modules.len() > 5, "{dir}: modules not found");
+        assert_eq!(module_circle(&modules), None, "{dir}");
+    }
+}
+
+#[test]
+fn a_module_circle_is_found() {
+    let modules: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec![]),
+    ]
+    .into_iter()
+    .map(|(m, uses)| (m.to_string(), uses.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(
+        module_circle(&modules),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
     );
 }

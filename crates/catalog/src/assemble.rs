@@ -21,10 +21,10 @@ use super::fingerprint::{CanonicalSink, VersionHasher, write_canonical_to, write
 use super::naming;
 use super::revision::Revision;
 use super::schema::{Def, PackedSchema, Schema};
-use super::search::{SearchFields, ToolWords, analyse_document};
 use super::unit::{DocumentPart, DocumentUnit};
 use super::{BuildOptions, Catalog, Observed, Tool, ToolBody, loads_within};
 use serde_json::{Map, Value, json};
+use sezzlee_search::{SearchFields, ToolWords, analyse_document};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -22,7 +22,6 @@ pub mod packed;
 pub mod refs;
 pub mod revision;
 pub mod schema;
-pub mod search;
 pub mod sidecar;
 pub mod source;
 mod unit;
@@ -40,6 +39,8 @@ use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+
+use sezzlee_search::{SearchFields, SearchIndex, ToolWords};
 
 /// Where one top-level argument goes in the HTTP request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,7 +187,7 @@ pub struct ToolBody {
     /// (sent as bytes).
     pub base64_members: Box<[Box<str>]>,
     /// What search reads of the tool but its name, analysed once.
-    pub words: search::ToolWords,
+    pub words: ToolWords,
     /// The outputSchema agents see, compacted to the output depth (see
     /// [`compact`]); shared by every variant of the operation.
     pub output_schema: Option<Arc<Schema>>,
@@ -280,8 +281,8 @@ impl Tool {
     }
 
     /// What the search index reads of this tool.
-    pub fn search_fields(&self) -> search::SearchFields<'_> {
-        search::SearchFields {
+    pub fn search_fields(&self) -> SearchFields<'_> {
+        SearchFields {
             name: &self.name,
             description: &self.description,
             search_terms: &self.search_terms,
@@ -360,7 +361,7 @@ pub struct Catalog {
     /// Sorted by name.
     tools: Vec<Tool>,
     /// The search index over `tools`, built once per catalog.
-    index: search::SearchIndex,
+    index: SearchIndex,
     pub documents: Vec<DocumentSummary>,
     /// Shared with the catalogs it was rebuilt from, part by part.
     pub diagnostics: Diagnostics,
@@ -414,7 +415,7 @@ impl Catalog {
     /// catalog [`Catalog::build_with`] would give; its search index is laid
     /// out from `previous`'s too (only changed documents anew), and the
     /// effects of its commonest words wait for
-    /// [`search::SearchIndex::prepare_common`] (rankings are the same
+    /// [`SearchIndex::prepare_common`] (rankings are the same
     /// without them).
     pub fn rebuild(sources: &Sources, options: &BuildOptions, previous: &Catalog) -> Catalog {
         build::build_catalog(sources, options, Some(previous))
@@ -452,11 +453,11 @@ impl Catalog {
         // common words' effects wait for `SearchIndex::prepare_common`.
         let index = match previous {
             Some(previous) => {
-                let before: Vec<search::SearchFields<'_>> =
+                let before: Vec<SearchFields<'_>> =
                     previous.tools.iter().map(Tool::search_fields).collect();
-                search::SearchIndex::update(&previous.index, &before, fields)
+                SearchIndex::update(&previous.index, &before, fields)
             }
-            None => search::SearchIndex::build(fields),
+            None => SearchIndex::build(fields),
         };
         let report = BuildReport {
             index: started.elapsed(),
@@ -486,7 +487,7 @@ impl Catalog {
     }
 
     /// The search index; document `i` is `tools()[i]`.
-    pub fn search_index(&self) -> &search::SearchIndex {
+    pub fn search_index(&self) -> &SearchIndex {
         &self.index
     }
 

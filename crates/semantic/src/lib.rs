@@ -1,7 +1,7 @@
 //! sezzlee's search by meaning: tools ranked by what a query means, fused
 //! with the catalog's keyword ranking.
 //!
-//! Keyword search (`sezzlee_catalog::search`) finds the words a document
+//! Keyword search (`sezzlee_search`) finds the words a document
 //! uses, and agents write their own: "give them their money back" for
 //! `create_refund`, "text this customer" for `send_sms`. With a
 //! [`TextModel`] loaded (optional: without one search is keyword search
@@ -10,12 +10,13 @@
 //! into one table per catalog ([`ToolVectors`]), a sentence query is
 //! embedded when it is ranked, and [`rank`] fuses the two rankings
 //! ([`fusion`]). The encoder's dependencies live in this crate only: the
-//! catalog stays conversion and keywords.
+//! catalog stays conversion, keyword search (`sezzlee_search`) stays pure.
 
 pub mod cache;
 pub mod encoder;
 pub mod fusion;
 pub mod model;
+mod quantise;
 pub mod static_model;
 mod tensor;
 pub mod text;
@@ -26,10 +27,10 @@ pub use model::{ModelError, TextModel};
 pub use text::tool_text;
 pub use vectors::{Pending, ToolVectors};
 
-use sezzlee_catalog::search::{KeywordEffects, SearchIndex, is_stopword};
+use sezzlee_search::{KeywordEffects, SearchIndex, is_stopword};
 
 /// What a query asks, as ranking reads it: its keywords
-/// ([`query_keywords`](sezzlee_catalog::search::query_keywords), what the
+/// ([`query_keywords`](sezzlee_search::query_keywords), what the
 /// index ranks) and its sentence ([`query_sentence`], what the model
 /// embeds). Both are functions of the query text, and the served search
 /// cache is keyed by both.
@@ -43,7 +44,7 @@ pub struct Query<'a> {
 /// repeats and stopwords kept (an encoder reads them in context), at most
 /// 64 of them.
 pub fn query_sentence(query: &str) -> String {
-    sezzlee_catalog::search::folded_tokens(query)
+    sezzlee_search::folded_tokens(query)
         .into_iter()
         .take(64)
         .collect::<Vec<_>>()
@@ -177,7 +178,7 @@ mod tests {
     }
 
     fn words(query: &str) -> Vec<String> {
-        sezzlee_catalog::search::query_keywords(query)
+        sezzlee_search::query_keywords(query)
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl StaticModel {
         let mut vectors = Vec::with_capacity(table.len());
         let mut scales = Vec::with_capacity(table.len() / dimensions);
         for row in table.chunks_exact(dimensions) {
-            let (quantised, scale) = super::vectors::quantise(row);
+            let (quantised, scale) = crate::quantise::quantise(row);
             vectors.extend_from_slice(&quantised);
             scales.push(scale);
         }

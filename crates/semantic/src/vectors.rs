@@ -20,6 +20,7 @@ use sezzlee_catalog::{Catalog, Tool};
 
 use crate::cache::{DiskCache, Record, TextKey, text_key};
 use crate::model::TextModel;
+use crate::quantise::quantise;
 use crate::text::tool_text;
 
 /// Largest magnitude of a quantised query component: small enough that a
@@ -72,20 +73,6 @@ impl std::fmt::Debug for ToolVectors {
             .field("dimensions", &self.dimensions)
             .finish()
     }
-}
-
-/// A vector quantised to `i8`, and the factor back to its values.
-pub(crate) fn quantise(vector: &[f32]) -> (Vec<i8>, f32) {
-    let largest = vector.iter().fold(0f32, |m, v| m.max(v.abs()));
-    if !largest.is_normal() {
-        return (vec![0; vector.len()], 0.0);
-    }
-    let scale = 127.0 / largest;
-    let row = vector
-        .iter()
-        .map(|v| (v * scale).round().clamp(-127.0, 127.0) as i8)
-        .collect();
-    (row, 1.0 / scale)
 }
 
 /// The record of `key` for `vector` (a zero row with factor 0 when the

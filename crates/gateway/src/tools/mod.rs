@@ -20,7 +20,7 @@ pub use envelope::ToolAnswer;
 use serde_json::{Value, json};
 use served::Served;
 use sezzlee_catalog::Catalog;
-use sezzlee_catalog::search::fold;
+use sezzlee_search::fold;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 

@@ -12,8 +12,8 @@ use super::search_cache::SearchKey;
 use super::{Context, load};
 use crate::visibility::View;
 use serde_json::{Value, json};
-use sezzlee_catalog::search::{fold, query_keywords};
 use sezzlee_json::{Escaped, LiteralBuilder};
+use sezzlee_search::{fold, query_keywords};
 use sezzlee_semantic as semantic;
 
 pub const DEFAULT_LIMIT: usize = 20;

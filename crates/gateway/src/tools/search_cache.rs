@@ -36,8 +36,8 @@
 use crate::visibility::View;
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
-use sezzlee_catalog::search::{KeywordEffect, KeywordEffects};
 use sezzlee_json::JsonLiteral;
+use sezzlee_search::{KeywordEffect, KeywordEffects};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;

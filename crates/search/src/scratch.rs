@@ -395,8 +395,8 @@ fn idf(docs: usize, df: usize) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::test_support::{Tool, common_word_tools, index, names, tool};
-    use crate::search::words::query_keywords;
+    use crate::test_support::{Tool, common_word_tools, index, names, tool};
+    use crate::words::query_keywords;
 
     #[test]
     fn rare_keywords_outweigh_common_ones() {

@@ -1,7 +1,8 @@
 //! Test tools shared by the unit tests of the search files: a tool with
 //! only the fields search reads, and indexes and rankings built from it.
 
-use super::index::{SearchFields, SearchIndex};
+use super::analysis::SearchFields;
+use super::index::SearchIndex;
 
 pub(super) fn strings(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()

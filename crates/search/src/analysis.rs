@@ -11,11 +11,33 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::index::{
-    API, ARGUMENTS, DESCRIPTION, FIELDS, LEAD, LEAD_TOKENS, NAME, ROUTE, SEARCH_TERMS,
-    SearchFields, TAGS, route_words,
+use super::field::{
+    API, ARGUMENTS, DESCRIPTION, FIELDS, LEAD, LEAD_TOKENS, NAME, ROUTE, SEARCH_TERMS, TAGS,
 };
-use super::words::{is_stopword, singular, tokens};
+use super::words::{is_stopword, route_words, singular, tokens};
+
+/// Text of one tool as search sees it. Documents are passed in name order
+/// (ascending), so a document's index is also its rank among ties/unmatched.
+pub struct SearchFields<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    pub search_terms: &'a [String],
+    /// `METHOD /path`, e.g. `GET /orders/{id}`.
+    pub route: &'a str,
+    /// The name of the API the tool belongs to (its document's
+    /// `info.title`): an agent naming the product ("in Stripe") prefers
+    /// its tools.
+    pub api: &'a str,
+    pub argument_names: Vec<&'a str>,
+    pub tags: &'a [String],
+    /// The API document the tool comes from: route segments most of a
+    /// document's routes share (`/rest/api/3`) say nothing about any one.
+    pub document: &'a str,
+    /// The tool's words but its name, analysed with its document; `None`:
+    /// analysed here, with the other tools of the same document. When
+    /// present, the fields other than `name` and `document` are not read.
+    pub words: Option<&'a ToolWords>,
+}
 
 /// Field bits and count bits of an entry.
 const FIELD_SHIFT: u32 = 5;
@@ -277,4 +299,38 @@ fn resource_term(vocabulary: &[Box<str>], entries: &[u32], word: &str) -> Option
                 .get(term as usize)
                 .is_some_and(|token| singular(token) == word)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_words_most_routes_of_a_document_share_are_not_resources() {
+        let routes = [
+            "GET /rest/api/3/issue",
+            "GET /rest/api/3/project",
+            "GET /rest/api/3/user",
+            "GET /rest/api/3/issue/{id}/comment",
+        ];
+        let tools: Vec<SearchFields<'_>> = routes
+            .iter()
+            .map(|route| SearchFields {
+                name: "x",
+                description: "",
+                search_terms: &[],
+                route,
+                api: "",
+                argument_names: Vec::new(),
+                tags: &[],
+                document: "test.json",
+                words: None,
+            })
+            .collect();
+        let words = analyse_document(&tools);
+        let resources = |i: usize| words[i].resources().collect::<Vec<_>>();
+        // rest and api are in every route; issue in half of them, kept.
+        assert_eq!(resources(0), ["issue"]);
+        assert_eq!(resources(3), ["comment", "issue"]);
+    }
 }

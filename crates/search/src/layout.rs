@@ -18,9 +18,80 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
-use super::analysis::{ToolWords, name_tokens};
+use super::analysis::{SearchFields, ToolWords, analyse_document, name_tokens};
 use super::dictionary::Dictionary;
-use super::index::{FIELDS, NAME, Posting, SearchFields, SearchIndex, field_weight};
+use super::field::{FIELDS, NAME, field_weight};
+use super::index::{Posting, SearchIndex};
+
+impl SearchIndex {
+    /// Indexes `docs` without the effects of common words (the public
+    /// [`SearchIndex::build`] adds them).
+    pub(super) fn index_tools<'a>(docs: impl IntoIterator<Item = SearchFields<'a>>) -> SearchIndex {
+        lay_out_analysed(&docs.into_iter().collect::<Vec<_>>(), None)
+    }
+
+    /// The index of `docs` laid out from `previous`, the index of
+    /// `before`: the postings of documents whose tools are unchanged are
+    /// kept, only the others' laid out. Equal to a fresh layout of `docs`,
+    /// but for the effects of common words, which wait for
+    /// [`SearchIndex::prepare_common`] (rankings are the same without).
+    /// Falls back to a fresh layout when either list is not in strictly
+    /// ascending name order or a tool before comes without its words.
+    pub fn update<'a>(
+        previous: &SearchIndex,
+        before: &[SearchFields<'_>],
+        docs: impl IntoIterator<Item = SearchFields<'a>>,
+    ) -> SearchIndex {
+        let docs: Vec<SearchFields<'a>> = docs.into_iter().collect();
+        let before = (previous.doc_count == before.len()).then_some(Before {
+            index: previous,
+            tools: before,
+        });
+        lay_out_analysed(&docs, before)
+    }
+}
+
+/// Lays out `docs`, analysing first the words of those that come without.
+fn lay_out_analysed(docs: &[SearchFields<'_>], before: Option<Before<'_, '_>>) -> SearchIndex {
+    let analysed = analyse_missing(docs);
+    let words: Vec<&ToolWords> = (docs.iter().enumerate())
+        .filter_map(|(i, doc)| doc.words.or(analysed.get(i).and_then(Option::as_ref)))
+        .collect();
+    // Every tool without words was analysed, so each has its words.
+    if words.len() != docs.len() {
+        return lay_out(&[], &[], None);
+    }
+    lay_out(docs, &words, before)
+}
+
+/// The words of tools that come without them, analysed by document (the
+/// tools of one document together), at their tools' positions; empty when
+/// every tool comes with its words.
+fn analyse_missing(docs: &[SearchFields<'_>]) -> Vec<Option<ToolWords>> {
+    let mut by_document: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, doc) in docs.iter().enumerate() {
+        if doc.words.is_none() {
+            by_document.entry(doc.document).or_default().push(i);
+        }
+    }
+    if by_document.is_empty() {
+        return Vec::new();
+    }
+    let mut analysed: Vec<Option<ToolWords>> = vec![None; docs.len()];
+    for members in by_document.into_values() {
+        let fields: Vec<SearchFields<'_>> = members
+            .iter()
+            .map(|&i| SearchFields {
+                argument_names: docs[i].argument_names.clone(),
+                ..docs[i]
+            })
+            .collect();
+        for (i, words) in members.into_iter().zip(analyse_document(&fields)) {
+            analysed[i] = Some(words);
+        }
+    }
+    analysed
+}
 
 /// The index before, with the tools it was laid out for (in its order).
 pub(super) struct Before<'p, 'a> {
@@ -631,8 +702,8 @@ fn merge_occurrences(mut sorted: Vec<(u32, u32, [u16; FIELDS])>) -> Vec<(u32, u3
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::analysis::analyse_document;
-    use crate::search::words::query_keywords;
+    use crate::analysis::analyse_document;
+    use crate::words::query_keywords;
 
     /// A document of the test: its file, tools (name, description, route)
     /// and their analysed words, boxed so that an unchanged document keeps

@@ -32,7 +32,7 @@
 //! # Ranking
 //! Keywords rank, they never filter. Tools are ordered by
 //! 1. a BM25F score: for each keyword, the tool's matches are weighted by
-//!    field ([`FIELD_WEIGHT`](index::FIELD_WEIGHT): name and searchTerms above tags and route,
+//!    field ([`FIELD_WEIGHT`](field::FIELD_WEIGHT): name and searchTerms above tags and route,
 //!    above argument names, above the description; the API's name, its
 //!    document's `info.title` less words every API name has, is a field of
 //!    each of its tools, matched only on purpose: a keyword naming an API
@@ -40,7 +40,7 @@
 //!    so "in Stripe" prefers Stripe's tools without hiding others, and in a
 //!    one-API catalog naming it changes nothing) and by match kind,
 //!    normalised by the field's length against its mean over the tool's
-//!    document ([`FIELD_B`](index::FIELD_B)), saturated ([`K1`](scratch::K1)) and
+//!    document ([`FIELD_B`](field::FIELD_B)), saturated ([`K1`](scratch::K1)) and
 //!    multiplied by the keyword's inverse document frequency, so words that
 //!    most tools share (`list`, `get`) weigh little. The first words of the
 //!    description (its summary, usually) weigh a little more than the rest.
@@ -87,6 +87,7 @@ mod analysis;
 mod common;
 mod dictionary;
 mod effects;
+mod field;
 mod index;
 mod layout;
 mod page;
@@ -96,9 +97,9 @@ mod scratch;
 mod test_support;
 mod words;
 
-pub use analysis::{ToolWords, analyse_document};
+pub use analysis::{SearchFields, ToolWords, analyse_document};
 pub use effects::{KeywordEffect, KeywordEffects};
-pub use index::{SearchFields, SearchIndex};
+pub use index::SearchIndex;
 pub use words::{
     MAX_KEYWORDS, fold, is_stopword, keywords, query_keywords, singular, tokens as folded_tokens,
 };

@@ -33,6 +33,12 @@ impl KeywordEffects for Collected {
 }
 
 impl SearchIndex {
+    /// Computes the effects of the commonest words, when not yet done (an
+    /// updated index leaves them to its owner, off the reload's path).
+    pub fn prepare_common(&self) {
+        self.common.get_or_init(|| self.common_effects());
+    }
+
     /// The effects of the [`COMMON_WORDS`] words of the dictionary whose
     /// own group reaches the most tools, each as a keyword of its own,
     /// where it is common enough to be settled densely: the words agents
@@ -65,8 +71,8 @@ impl SearchIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::test_support::{common_word_tools, index};
-    use crate::search::words::query_keywords;
+    use crate::test_support::{common_word_tools, index};
+    use crate::words::query_keywords;
 
     /// Keyword effects kept in a map, for tests.
     #[derive(Default)]

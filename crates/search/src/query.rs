@@ -306,7 +306,7 @@ impl SearchIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::test_support::{Tool, index, names, tool};
+    use crate::test_support::{Tool, index, names, strings, tool};
 
     #[test]
     fn plural_keyword_finds_singular_token_and_back() {
@@ -412,5 +412,99 @@ mod tests {
         assert_eq!(idx.top(&huge, 5, |_| true).len(), 2);
         assert_eq!(idx.top("🎉", 5, |_| true).len(), 2);
         assert_eq!(idx.top(&"x".repeat(100_000), 1, |_| true).len(), 1);
+    }
+
+    #[test]
+    fn name_beats_description() {
+        let tools = [
+            tool("a_thing", "Returns the invoice for an order."),
+            tool("b_invoice", "Returns something."),
+        ];
+        assert_eq!(names(&tools, "invoice", 2), ["b_invoice", "a_thing"]);
+    }
+
+    #[test]
+    fn field_weights_are_ordered() {
+        let by_terms = Tool {
+            name: "d",
+            terms: strings(&["refund"]),
+            ..Tool::default()
+        };
+        let by_tag = Tool {
+            name: "c",
+            tags: strings(&["Refund"]),
+            ..Tool::default()
+        };
+        let by_argument = Tool {
+            name: "b",
+            arguments: vec!["refundId"],
+            ..Tool::default()
+        };
+        let by_description = tool("a", "Refund it.");
+        let tools = [by_description, by_argument, by_tag, by_terms];
+        assert_eq!(names(&tools, "refund", 4), ["d", "c", "b", "a"]);
+    }
+
+    #[test]
+    fn route_words_and_parameters_are_searched() {
+        let tools = [
+            Tool {
+                name: "x",
+                route: "GET /stores/{storeId}/rerun-failed_jobs",
+                ..Tool::default()
+            },
+            tool("y", ""),
+        ];
+        for query in ["store", "rerun", "failed", "jobs", "id"] {
+            assert_eq!(names(&tools, query, 1), ["x"], "{query}");
+        }
+    }
+
+    #[test]
+    fn description_lead_weighs_more_than_the_rest() {
+        let late = "Returns one of the many things this service keeps for you, an invoice.";
+        let tools = [tool("a", late), tool("b", "Invoice details.")];
+        assert_eq!(names(&tools, "invoice", 2), ["b", "a"]);
+    }
+
+    #[test]
+    fn an_api_named_in_the_query_is_preferred_without_hiding_others() {
+        let mut tools = vec![
+            Tool {
+                name: "a_list_customers",
+                api: "Acme Billing API",
+                ..Tool::default()
+            },
+            Tool {
+                name: "b_list_customers",
+                api: "Stripe API",
+                ..Tool::default()
+            },
+        ];
+        // Stripe is a few of the catalog's tools.
+        tools.extend((0..40).map(|i| Tool {
+            name: Box::leak(format!("c_other_{i:02}").into_boxed_str()),
+            api: "Acme Billing API",
+            ..Tool::default()
+        }));
+        assert_eq!(
+            names(&tools, "list customers", 2),
+            ["a_list_customers", "b_list_customers"]
+        );
+        assert_eq!(
+            names(&tools, "list my customers in Stripe", 3),
+            ["b_list_customers", "a_list_customers", "c_other_00"]
+        );
+        // The words every API's name has say nothing; nor does an API that
+        // is most of the catalog (Acme), nor its words as plain words.
+        assert_eq!(
+            names(&tools, "list customers api", 2),
+            ["a_list_customers", "b_list_customers"]
+        );
+        assert_eq!(
+            names(&tools, "list customers in acme", 2),
+            ["a_list_customers", "b_list_customers"]
+        );
+        assert_eq!(names(&tools, "stri", 1), ["a_list_customers"]);
     }
 }

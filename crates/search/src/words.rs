@@ -29,7 +29,8 @@ pub(super) const STOPWORDS: &[&str] = &[
 /// Words that ask for the same thing, compared by singular form: per entry,
 /// the words searched for, then other words that only ask for them. A
 /// keyword in either list also matches the searched words other than
-/// itself, weakly (see [`SYNONYM`](super::query::SYNONYM)). The verb entries include the HTTP
+/// itself, weakly (a synonym match weighs less than a literal one, as the
+/// query ranks it). The verb entries include the HTTP
 /// methods, so, the route being searched, `remove` finds `DELETE /pets/{id}`.
 pub(super) const SYNONYMS: &[(&[&str], &[&str])] = &[
     (
@@ -246,10 +247,42 @@ fn normalize_ending(word: &str) -> String {
     word.to_string()
 }
 
+/// Singular forms of the literal words of a route's path: not the method,
+/// not `{parameters}`, not numbers or stopwords; each once.
+pub(crate) fn route_words(route: &str) -> Vec<String> {
+    let path = route.split_once(' ').map_or(route, |(_, path)| path);
+    let mut literal = String::with_capacity(path.len());
+    let mut depth = 0usize;
+    for c in path.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => literal.push(c),
+            _ => literal.push(' '),
+        }
+    }
+    let mut words: Vec<String> = tokens(&literal)
+        .into_iter()
+        .filter(|t| !t.chars().all(|c| c.is_ascii_digit()) && !is_version(t) && !is_stopword(t))
+        .map(|t| singular(&t))
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+/// Whether a path word is an API version (`v1`, `v13`): it names no
+/// resource, however few routes share it (APIs that version each endpoint
+/// on its own have `/v6/deployments` beside `/v3/projects/{id}`).
+fn is_version(word: &str) -> bool {
+    word.strip_prefix('v')
+        .is_some_and(|digits| !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::test_support::strings;
+    use crate::test_support::strings;
 
     #[test]
     fn splits_on_punctuation_case_and_underscores() {
@@ -340,5 +373,23 @@ mod tests {
         assert_eq!(singular("caches"), singular("cache"));
         assert_eq!(singular("pauses"), singular("pause"));
         assert_ne!(singular("stats"), singular("state"));
+    }
+
+    #[test]
+    fn route_words_are_literal_path_words_in_singular_form() {
+        assert_eq!(
+            route_words("GET /v1/users/{user-id}/todoLists/{id}.json"),
+            strings(&["json", "list", "todo", "user"])
+        );
+        assert_eq!(
+            route_words("POST /2010-04-01/Accounts"),
+            strings(&["account"])
+        );
+        assert!(route_words("GET /").is_empty());
+        // Versions name no resource; words that merely start with v do.
+        assert_eq!(
+            route_words("GET /v13/deployments/{id}/v/vendors"),
+            strings(&["deployment", "v", "vendor"])
+        );
     }
 }

@@ -189,7 +189,7 @@ impl Eq for Candidate {}
 
 #[cfg(test)]
 mod tests {
-    use crate::search::test_support::{Tool, index, names, tool};
+    use crate::test_support::{Tool, index, names, tool};
 
     #[test]
     fn more_distinct_keywords_first() {
