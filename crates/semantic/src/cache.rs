@@ -26,20 +26,50 @@ use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
-/// What a text is known by: the first 16 bytes of its SHA-256 (collisions
-/// are out of reach at any catalog's size).
-pub type TextKey = [u8; 16];
+/// What a text is known by: the first 8 bytes of its SHA-256. Two of a
+/// million texts share a key once in some 37 million caches; eight bytes
+/// more per tool would keep that chance out of reach entirely, at 2% of
+/// the table's memory (a tool's row is 384 bytes).
+pub type TextKey = [u8; KEY_BYTES];
+
+const KEY_BYTES: usize = 8;
 
 /// The key of `text`.
 pub fn text_key(text: &str) -> TextKey {
     let digest = Sha256::digest(text.as_bytes());
-    let mut key = [0u8; 16];
-    key.copy_from_slice(&digest[..16]);
+    let mut key = [0u8; KEY_BYTES];
+    key.copy_from_slice(&digest[..KEY_BYTES]);
     key
 }
 
-/// First bytes of every segment, with the format's version.
-const MAGIC: &[u8; 8] = b"SZVEC01\n";
+/// First bytes of every segment written, with the format's version.
+const MAGIC: &[u8; 8] = b"SZVEC02\n";
+
+/// The segment formats read: the first, with 16-byte keys (read, their
+/// keys cut to [`KEY_BYTES`], so a cache written before is not embedded
+/// again), and the one written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    LongKeys,
+    Current,
+}
+
+impl Format {
+    fn of(magic: &[u8]) -> Option<Format> {
+        match magic {
+            b"SZVEC01\n" => Some(Format::LongKeys),
+            m if m == MAGIC => Some(Format::Current),
+            _ => None,
+        }
+    }
+
+    fn key_bytes(self) -> usize {
+        match self {
+            Format::LongKeys => 16,
+            Format::Current => KEY_BYTES,
+        }
+    }
+}
 /// Magic, dimensions (u32 LE), record count (u32 LE).
 const HEADER: usize = 16;
 /// The SHA-256 that closes a segment.
@@ -81,8 +111,9 @@ struct Location {
 
 #[derive(Default)]
 struct Index {
-    /// Segment files read, by file name; their position is their number.
-    segments: Vec<String>,
+    /// Segment files read, by file name, with their format; their
+    /// position is their number.
+    segments: Vec<(String, Format)>,
     read: HashSet<String>,
     records: HashMap<TextKey, Location>,
     bytes: u64,
@@ -165,13 +196,14 @@ impl DiskCache {
             }
             let path = self.folder.join(&name);
             match read_segment(&path, self.dimensions) {
-                Ok(records) => {
+                Ok((format, records)) => {
                     let number = index.segments.len() as u32;
-                    index.segments.push(name.clone());
+                    index.segments.push((name.clone(), format));
                     index.read.insert(name);
-                    index.bytes += segment_bytes(records.len(), self.dimensions);
+                    index.bytes += segment_bytes(records.len(), self.dimensions, format);
+                    let size = record_bytes(self.dimensions, format);
                     for (position, key) in records.into_iter().enumerate() {
-                        let offset = (HEADER + position * record_bytes(self.dimensions)) as u64;
+                        let offset = (HEADER + position * size) as u64;
                         index.records.insert(
                             key,
                             Location {
@@ -217,27 +249,29 @@ impl DiskCache {
             .filter_map(|key| Some((*key, *index.records.get(key)?)))
             .collect();
         wanted.sort_by_key(|(_, at)| (at.segment, at.offset));
-        let size = record_bytes(self.dimensions);
-        let mut buffer = vec![0u8; size];
-        let mut open: Option<(u32, File)> = None;
+        let mut buffer = Vec::new();
+        let mut open: Option<(u32, Format, File)> = None;
         let mut found = Vec::with_capacity(wanted.len());
         for (key, at) in wanted {
             if open
                 .as_ref()
-                .is_none_or(|(number, _)| *number != at.segment)
+                .is_none_or(|(number, _, _)| *number != at.segment)
             {
-                let Some(name) = index.segments.get(at.segment as usize) else {
+                let Some((name, format)) = index.segments.get(at.segment as usize) else {
                     continue;
                 };
                 open = File::open(self.folder.join(name))
                     .ok()
-                    .map(|file| (at.segment, file));
+                    .map(|file| (at.segment, *format, file));
             }
-            let Some((_, file)) = &open else { continue };
+            let Some((_, format, file)) = &open else {
+                continue;
+            };
+            buffer.resize(record_bytes(self.dimensions, *format), 0);
             if file.read_exact_at(&mut buffer, at.offset).is_err() {
                 continue;
             }
-            let record = decode_record(&buffer, self.dimensions);
+            let record = decode_record(&buffer, self.dimensions, *format);
             if record.key == key {
                 found.push(record);
             }
@@ -274,7 +308,9 @@ impl DiskCache {
             .collect();
         let mut kept = self.get(&keys);
         kept.sort_by_key(|record| record.key);
-        let old: Vec<String> = self.lock().segments.clone();
+        let old: Vec<String> = (self.lock().segments.iter())
+            .map(|(name, _)| name.clone())
+            .collect();
         let written = if kept.is_empty() {
             None
         } else {
@@ -293,7 +329,8 @@ impl DiskCache {
     /// Writes one segment under a temporary name, syncs it, and renames it
     /// to the digest of its content; returns that name.
     fn write_segment(&self, records: &[Record]) -> io::Result<String> {
-        let mut bytes = Vec::with_capacity(segment_bytes(records.len(), self.dimensions) as usize);
+        let size = segment_bytes(records.len(), self.dimensions, Format::Current);
+        let mut bytes = Vec::with_capacity(size as usize);
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&(self.dimensions as u32).to_le_bytes());
         bytes.extend_from_slice(&(records.len() as u32).to_le_bytes());
@@ -350,8 +387,9 @@ enum SegmentError {
     Damaged,
 }
 
-/// The keys of a segment, in order, once its length and checksum hold.
-fn read_segment(path: &Path, dimensions: usize) -> Result<Vec<TextKey>, SegmentError> {
+/// The format and keys of a segment, in order, once its length and
+/// checksum hold.
+fn read_segment(path: &Path, dimensions: usize) -> Result<(Format, Vec<TextKey>), SegmentError> {
     let mut bytes = Vec::new();
     match File::open(path) {
         Ok(mut file) => {
@@ -362,47 +400,55 @@ fn read_segment(path: &Path, dimensions: usize) -> Result<Vec<TextKey>, SegmentE
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(SegmentError::Gone),
         Err(_) => return Err(SegmentError::Damaged),
     }
-    if bytes.len() < HEADER + TRAILER || &bytes[..8] != MAGIC {
+    if bytes.len() < HEADER + TRAILER {
         return Err(SegmentError::Damaged);
     }
+    let format = Format::of(&bytes[..8]).ok_or(SegmentError::Damaged)?;
     let word =
         |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
     let (width, count) = (word(8) as usize, word(12) as usize);
-    if width != dimensions || bytes.len() as u64 != segment_bytes(count, dimensions) {
+    if width != dimensions || bytes.len() as u64 != segment_bytes(count, dimensions, format) {
         return Err(SegmentError::Damaged);
     }
     let (content, trailer) = bytes.split_at(bytes.len() - TRAILER);
     if Sha256::digest(content).as_slice() != trailer {
         return Err(SegmentError::Damaged);
     }
-    let size = record_bytes(dimensions);
-    Ok(content[HEADER..]
-        .chunks_exact(size)
-        .map(|record| {
-            let mut key = [0u8; 16];
-            key.copy_from_slice(&record[..16]);
-            key
-        })
-        .collect())
+    let keys = content[HEADER..]
+        .chunks_exact(record_bytes(dimensions, format))
+        .map(key_of)
+        .collect();
+    Ok((format, keys))
 }
 
-fn decode_record(bytes: &[u8], dimensions: usize) -> Record {
-    let mut key = [0u8; 16];
-    key.copy_from_slice(&bytes[..16]);
-    let factor = f32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
-    let row = bytes[20..20 + dimensions]
+/// The key a record starts with (a longer key of the first format cut).
+fn key_of(record: &[u8]) -> TextKey {
+    let mut key = [0u8; KEY_BYTES];
+    key.copy_from_slice(&record[..KEY_BYTES]);
+    key
+}
+
+/// A record of `format` (its length checked by the caller).
+fn decode_record(bytes: &[u8], dimensions: usize, format: Format) -> Record {
+    let at = format.key_bytes();
+    let factor = f32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    let row = bytes[at + 4..at + 4 + dimensions]
         .iter()
         .map(|&b| b as i8)
         .collect();
-    Record { key, row, factor }
+    Record {
+        key: key_of(bytes),
+        row,
+        factor,
+    }
 }
 
-fn record_bytes(dimensions: usize) -> usize {
-    16 + 4 + dimensions
+fn record_bytes(dimensions: usize, format: Format) -> usize {
+    format.key_bytes() + 4 + dimensions
 }
 
-fn segment_bytes(records: usize, dimensions: usize) -> u64 {
-    (HEADER + records * record_bytes(dimensions) + TRAILER) as u64
+fn segment_bytes(records: usize, dimensions: usize, format: Format) -> u64 {
+    (HEADER + records * record_bytes(dimensions, format) + TRAILER) as u64
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -437,6 +483,30 @@ mod tests {
         // Another model's folder is another cache.
         let (other, _) = DiskCache::open(root.path(), "def", 4, DEFAULT_LIMIT_BYTES).unwrap();
         assert!(other.is_empty());
+    }
+
+    #[test]
+    fn a_segment_of_the_first_format_is_read_with_its_keys_cut() {
+        let root = tempfile::tempdir().unwrap();
+        let (cache, _) = DiskCache::open(root.path(), "abc", 4, DEFAULT_LIMIT_BYTES).unwrap();
+        // Written as the first format did: 16-byte keys.
+        let mut bytes = b"SZVEC01\n".to_vec();
+        bytes.extend_from_slice(&4u32.to_le_bytes());
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&Sha256::digest(b"a")[..16]);
+        bytes.extend_from_slice(&0.5f32.to_le_bytes());
+        bytes.extend_from_slice(&[1, 1, 1, 1]);
+        let digest = Sha256::digest(&bytes);
+        bytes.extend_from_slice(&digest);
+        fs::write(cache.folder().join("old.seg"), &bytes).unwrap();
+        let refreshed = cache.refresh().unwrap();
+        assert_eq!((refreshed.segments, refreshed.damaged.len()), (1, 0));
+        assert_eq!(cache.get(&[text_key("a")]), [record("a", 1)]);
+        // Written again, it takes the current format, and reads the same.
+        cache.compact(&|_| true).unwrap();
+        let (again, _) = DiskCache::open(root.path(), "abc", 4, DEFAULT_LIMIT_BYTES).unwrap();
+        assert_eq!(again.get(&[text_key("a")]), [record("a", 1)]);
+        assert!(!again.folder().join("old.seg").exists());
     }
 
     #[test]
@@ -483,7 +553,7 @@ mod tests {
     #[test]
     fn over_its_bound_the_cache_keeps_only_live_records() {
         let root = tempfile::tempdir().unwrap();
-        let bound = segment_bytes(2, 4);
+        let bound = segment_bytes(2, 4, Format::Current);
         let (cache, _) = DiskCache::open(root.path(), "abc", 4, bound).unwrap();
         let live = |key: &TextKey| *key != text_key("old");
         cache

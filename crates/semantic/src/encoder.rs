@@ -207,16 +207,32 @@ impl Encoder {
     /// The unit vector of `text`: the mean of its tokens' last hidden
     /// states, normalised. `None` for a text with no token.
     pub fn embed(&self, text: &str) -> Option<Vec<f32>> {
+        self.embed_on(text, Threads::One)
+    }
+
+    /// [`Encoder::embed`] for one text someone waits for (a query): its
+    /// larger products are split over two of rayon's threads. A batch of
+    /// tool texts keeps one thread a text ([`Encoder::embed`]): its texts
+    /// already run side by side, and splitting would only add hand-offs.
+    pub fn embed_waited_for(&self, text: &str) -> Option<Vec<f32>> {
+        self.embed_on(text, Threads::Split)
+    }
+
+    fn embed_on(&self, text: &str, threads: Threads) -> Option<Vec<f32>> {
         if text.trim().is_empty() {
             return None;
         }
         let ids = self.token_ids(text)?;
-        self.forward(&ids)
+        self.forward_on(&ids, threads)
     }
 
     /// The encoder on `ids` (at most the model's positions), mean-pooled
     /// and normalised.
     pub fn forward(&self, ids: &[u32]) -> Option<Vec<f32>> {
+        self.forward_on(ids, Threads::One)
+    }
+
+    fn forward_on(&self, ids: &[u32], threads: Threads) -> Option<Vec<f32>> {
         let h = self.shape.hidden;
         let n = ids.len().min(self.shape.positions);
         if n == 0 {
@@ -234,7 +250,7 @@ impl Encoder {
         layer_norm(&mut x, &self.embedding_norm, self.shape.epsilon);
         let mut scratch = Scratch::new(n, &self.shape);
         for layer in &self.layers {
-            self.layer(layer, &mut x, n, &mut scratch);
+            self.layer(layer, &mut x, n, &mut scratch, threads);
         }
         let mut pooled = vec![0f32; h];
         for row in x.chunks_exact(h) {
@@ -250,11 +266,11 @@ impl Encoder {
         Some(pooled)
     }
 
-    fn layer(&self, layer: &Layer, x: &mut [f32], n: usize, s: &mut Scratch) {
+    fn layer(&self, layer: &Layer, x: &mut [f32], n: usize, s: &mut Scratch, threads: Threads) {
         let h = self.shape.hidden;
         let heads = self.shape.heads;
         let width = h / heads;
-        linear(x, n, h, &layer.qkv, &layer.qkv_bias, &mut s.qkv);
+        linear(x, n, h, &layer.qkv, &layer.qkv_bias, &mut s.qkv, threads);
         let scale = 1.0 / (width as f32).sqrt();
         s.context.iter_mut().for_each(|v| *v = 0.0);
         for head in 0..heads {
@@ -289,12 +305,21 @@ impl Encoder {
             &layer.attention_out,
             &layer.attention_out_bias,
             &mut s.attended,
+            threads,
         );
         for (a, v) in s.attended.iter_mut().zip(x.iter()) {
             *a += v;
         }
         layer_norm(&mut s.attended, &layer.attention_norm, self.shape.epsilon);
-        linear(&s.attended, n, h, &layer.up, &layer.up_bias, &mut s.up);
+        linear(
+            &s.attended,
+            n,
+            h,
+            &layer.up,
+            &layer.up_bias,
+            &mut s.up,
+            threads,
+        );
         s.up.iter_mut().for_each(|v| *v = gelu(*v));
         linear(
             &s.up,
@@ -303,6 +328,7 @@ impl Encoder {
             &layer.down,
             &layer.down_bias,
             x,
+            threads,
         );
         for (out, a) in x.iter_mut().zip(&s.attended) {
             *out += a;
@@ -332,33 +358,101 @@ impl Scratch {
     }
 }
 
-/// `out[n, out] = x[n, in] · w[in, out] + bias`.
-fn linear(x: &[f32], n: usize, inputs: usize, w: &[f32], bias: &[f32], out: &mut [f32]) {
+/// How a forward pass uses threads: one, or its products split in two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Threads {
+    One,
+    Split,
+}
+
+/// Outputs of a product below which splitting it costs more than it saves.
+const SPLIT_OUTPUTS: usize = 256;
+
+/// `out[n, out] = x[n, in] · w[in, out] + bias`; with [`Threads::Split`],
+/// the output columns in two halves on two of rayon's threads (each packs
+/// and multiplies half of `w`).
+fn linear(
+    x: &[f32],
+    n: usize,
+    inputs: usize,
+    w: &[f32],
+    bias: &[f32],
+    out: &mut [f32],
+    threads: Threads,
+) {
     let outputs = bias.len();
     // Shapes are checked when the model loads; these hold for every text.
     assert!(x.len() >= n * inputs && w.len() == inputs * outputs && out.len() >= n * outputs);
     for row in out[..n * outputs].chunks_exact_mut(outputs) {
         row.copy_from_slice(bias);
     }
-    // SAFETY: the pointers cover n×inputs, inputs×outputs and n×outputs
-    // row-major elements (asserted above), and `out` aliases neither input.
-    unsafe {
-        matrixmultiply::sgemm(
-            n,
-            inputs,
-            outputs,
-            1.0,
-            x.as_ptr(),
-            inputs as isize,
-            1,
-            w.as_ptr(),
-            outputs as isize,
-            1,
-            1.0,
-            out.as_mut_ptr(),
-            outputs as isize,
-            1,
+    let product = Product {
+        x: x.as_ptr(),
+        n,
+        inputs,
+        w: w.as_ptr(),
+        outputs,
+        out: out.as_mut_ptr(),
+    };
+    if threads == Threads::Split && outputs >= SPLIT_OUTPUTS {
+        // A multiple of 16, so each half starts on a kernel boundary.
+        let half = (outputs / 2).next_multiple_of(16).min(outputs);
+        // SAFETY: the halves write disjoint columns of `out`.
+        rayon::join(
+            || unsafe { product.columns(0, half) },
+            || unsafe { product.columns(half, outputs) },
         );
+    } else {
+        // SAFETY: as above, with one thread.
+        unsafe { product.columns(0, outputs) };
+    }
+}
+
+/// The operands of one `linear` product: `n`×`inputs`, `inputs`×`outputs`
+/// and `n`×`outputs` row-major elements, `out` aliasing neither input
+/// (what `linear` asserts and borrows).
+struct Product {
+    x: *const f32,
+    n: usize,
+    inputs: usize,
+    w: *const f32,
+    outputs: usize,
+    out: *mut f32,
+}
+
+// SAFETY: a `Product` lives within `linear`, which holds the borrows its
+// pointers come from; the threads it is shared with write disjoint columns.
+unsafe impl Sync for Product {}
+
+impl Product {
+    /// Adds `x · w[.., start..end]` into `out[.., start..end]`.
+    ///
+    /// # Safety
+    /// `start <= end <= outputs`, and no other thread writes those columns.
+    unsafe fn columns(&self, start: usize, end: usize) {
+        if start >= end {
+            return;
+        }
+        // SAFETY: the caller's range lies within the row-major operands
+        // `linear` asserted; the row strides are the whole matrices'.
+        unsafe {
+            matrixmultiply::sgemm(
+                self.n,
+                self.inputs,
+                end - start,
+                1.0,
+                self.x,
+                self.inputs as isize,
+                1,
+                self.w.add(start),
+                self.outputs as isize,
+                1,
+                1.0,
+                self.out.add(start),
+                self.outputs as isize,
+                1,
+            );
+        }
     }
 }
 
@@ -517,6 +611,28 @@ impl Weights<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_product_split_over_two_threads_equals_one_on_one() {
+        let (n, inputs, outputs) = (5, 7, 2 * SPLIT_OUTPUTS + 24);
+        let x: Vec<f32> = (0..n * inputs).map(|i| (i as f32 * 0.37).sin()).collect();
+        let w: Vec<f32> = (0..inputs * outputs)
+            .map(|i| (i as f32 * 0.11).cos())
+            .collect();
+        let bias: Vec<f32> = (0..outputs).map(|i| i as f32 * 0.01).collect();
+        let mut one = vec![0f32; n * outputs];
+        let mut split = vec![1f32; n * outputs];
+        linear(&x, n, inputs, &w, &bias, &mut one, Threads::One);
+        linear(&x, n, inputs, &w, &bias, &mut split, Threads::Split);
+        let expected: f32 = (0..inputs)
+            .map(|k| x[2 * inputs + k] * w[k * outputs + outputs - 1])
+            .sum::<f32>()
+            + bias[outputs - 1];
+        assert!((one[2 * outputs + outputs - 1] - expected).abs() < 1e-4);
+        for (a, b) in one.iter().zip(&split) {
+            assert!((a - b).abs() <= 1e-5 * a.abs().max(1.0), "{a} {b}");
+        }
+    }
 
     #[test]
     fn erf_and_gelu_match_known_values() {

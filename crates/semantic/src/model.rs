@@ -185,6 +185,15 @@ impl TextModel {
         }
     }
 
+    /// [`TextModel::embed`] for a text someone waits for (a query): an
+    /// encoder splits its products over two threads.
+    pub fn embed_waited_for(&self, text: &str) -> Option<Vec<f32>> {
+        match &self.kind {
+            Kind::Encoder(encoder) => encoder.embed_waited_for(text),
+            Kind::Static(model) => model.embed(text),
+        }
+    }
+
     /// The vectors of `texts`, in order, computed on rayon's threads.
     pub fn embed_all(&self, texts: &[String]) -> Vec<Option<Vec<f32>>> {
         match &self.kind {

@@ -137,7 +137,7 @@ impl ToolVectors {
             .map(|(i, text)| match (text, unchanged(i), earlier) {
                 (Some(text), _, _) => text_key(text),
                 (None, Some(j), Some((vectors, _))) => vectors.keys[j],
-                _ => [0; 16],
+                _ => TextKey::default(),
             })
             .collect();
         let mut vectors = ToolVectors {
@@ -294,7 +294,7 @@ impl ToolVectors {
 
     /// The unit vector of a query's text (`None`: it has none).
     pub fn embed_query(&self, text: &str) -> Option<Vec<f32>> {
-        self.model.embed(text)
+        self.model.embed_waited_for(text)
     }
 
     /// At most `depth` tools for which `include(i)` holds, by cosine with
