@@ -5,8 +5,8 @@
 //! A static model averages token vectors and so cannot tell "refund the
 //! charge" from "charge the refund"; a contextual encoder reads each word
 //! in its sentence, and on agents' requests it finds the right operation
-//! far more often (`tests/data/README.md`). It is written here, on
-//! `matrixmultiply`'s SIMD kernels, rather than run by a general runtime:
+//! far more often (`tests/data/README.md`). It is written here, on its
+//! own matrix products (`product`), rather than run by a general runtime:
 //! measured on the 2-core target, candle took 14.5 ms for a ten-word query
 //! (overhead per operation dominates at that size) and tract could not
 //! load the int8 ONNX export, while this forward pass — the BERT encoder
@@ -14,7 +14,7 @@
 //! norms, mean pooling — reads the model's own safetensors weights and
 //! answers a query in a few milliseconds on one core. A text is encoded
 //! alone (no padding, so no mask); a batch runs its texts on rayon's
-//! threads.
+//! threads, and a query its products' halves on two of them.
 
 use std::fmt;
 
@@ -22,6 +22,8 @@ use half::f16;
 use safetensors::SafeTensors;
 use serde_json::Value;
 use tokenizers::Tokenizer;
+
+use crate::product::{self, Output, PackedMatrix};
 
 /// Tokens a tool text is cut to (its first words carry its meaning: name,
 /// summary, the start of its description); a query is cut likewise.
@@ -43,14 +45,14 @@ pub struct Shape {
 /// times a row-major `[in, out]` matrix).
 struct Layer {
     /// Query, key and value projections side by side: `[hidden, 3 × hidden]`.
-    qkv: Vec<f32>,
+    qkv: PackedMatrix,
     qkv_bias: Vec<f32>,
-    attention_out: Vec<f32>,
+    attention_out: PackedMatrix,
     attention_out_bias: Vec<f32>,
     attention_norm: Norm,
-    up: Vec<f32>,
+    up: PackedMatrix,
     up_bias: Vec<f32>,
-    down: Vec<f32>,
+    down: PackedMatrix,
     down_bias: Vec<f32>,
     output_norm: Norm,
 }
@@ -157,15 +159,19 @@ impl Encoder {
                 weights.linear(&at("attention.output.dense"), h, h)?;
             let (up, up_bias) = weights.linear(&at("intermediate.dense"), h, shape.intermediate)?;
             let (down, down_bias) = weights.linear(&at("output.dense"), shape.intermediate, h)?;
+            let pack = |values: &[f32], inputs: usize, outputs: usize| {
+                PackedMatrix::pack(values, inputs, outputs)
+                    .ok_or_else(|| format!("layer {l}: a weight matrix of the wrong size"))
+            };
             layers.push(Layer {
-                qkv,
+                qkv: pack(&qkv, h, 3 * h)?,
                 qkv_bias,
-                attention_out,
+                attention_out: pack(&attention_out, h, h)?,
                 attention_out_bias,
                 attention_norm: weights.norm(&at("attention.output.LayerNorm"), h)?,
-                up,
+                up: pack(&up, h, shape.intermediate)?,
                 up_bias,
-                down,
+                down: pack(&down, shape.intermediate, h)?,
                 down_bias,
                 output_norm: weights.norm(&at("output.LayerNorm"), h)?,
             });
@@ -215,7 +221,10 @@ impl Encoder {
     /// tool texts keeps one thread a text ([`Encoder::embed`]): its texts
     /// already run side by side, and splitting would only add hand-offs.
     pub fn embed_waited_for(&self, text: &str) -> Option<Vec<f32>> {
-        self.embed_on(text, Threads::Split)
+        // The whole pass on a pool thread: each split product then hands
+        // half over within the pool, not from a thread outside it that
+        // would block and be woken 24 times a pass.
+        rayon::scope(|_| self.embed_on(text, Threads::Split))
     }
 
     fn embed_on(&self, text: &str, threads: Threads) -> Option<Vec<f32>> {
@@ -270,7 +279,7 @@ impl Encoder {
         let h = self.shape.hidden;
         let heads = self.shape.heads;
         let width = h / heads;
-        linear(x, n, h, &layer.qkv, &layer.qkv_bias, &mut s.qkv, threads);
+        linear(x, n, &layer.qkv, &layer.qkv_bias, &mut s.qkv, threads);
         let scale = 1.0 / (width as f32).sqrt();
         s.context.iter_mut().for_each(|v| *v = 0.0);
         for head in 0..heads {
@@ -301,7 +310,6 @@ impl Encoder {
         linear(
             &s.context,
             n,
-            h,
             &layer.attention_out,
             &layer.attention_out_bias,
             &mut s.attended,
@@ -314,22 +322,13 @@ impl Encoder {
         linear(
             &s.attended,
             n,
-            h,
             &layer.up,
             &layer.up_bias,
             &mut s.up,
             threads,
         );
         s.up.iter_mut().for_each(|v| *v = gelu(*v));
-        linear(
-            &s.up,
-            n,
-            self.shape.intermediate,
-            &layer.down,
-            &layer.down_bias,
-            x,
-            threads,
-        );
+        linear(&s.up, n, &layer.down, &layer.down_bias, x, threads);
         for (out, a) in x.iter_mut().zip(&s.attended) {
             *out += a;
         }
@@ -369,90 +368,50 @@ enum Threads {
 const SPLIT_OUTPUTS: usize = 256;
 
 /// `out[n, out] = x[n, in] · w[in, out] + bias`; with [`Threads::Split`],
-/// the output columns in two halves on two of rayon's threads (each packs
-/// and multiplies half of `w`).
-fn linear(
-    x: &[f32],
-    n: usize,
-    inputs: usize,
-    w: &[f32],
-    bias: &[f32],
-    out: &mut [f32],
-    threads: Threads,
-) {
-    let outputs = bias.len();
+/// the output strips in two halves on two of rayon's threads.
+fn linear(x: &[f32], n: usize, w: &PackedMatrix, bias: &[f32], out: &mut [f32], threads: Threads) {
+    let outputs = w.outputs();
     // Shapes are checked when the model loads; these hold for every text.
-    assert!(x.len() >= n * inputs && w.len() == inputs * outputs && out.len() >= n * outputs);
+    assert!(
+        x.len() >= n * w.inputs() && bias.len() == outputs && out.len() >= n * outputs,
+        "a product of the wrong shape"
+    );
     for row in out[..n * outputs].chunks_exact_mut(outputs) {
         row.copy_from_slice(bias);
     }
-    let product = Product {
-        x: x.as_ptr(),
+    let output = Output {
+        values: out.as_mut_ptr(),
         n,
-        inputs,
-        w: w.as_ptr(),
         outputs,
-        out: out.as_mut_ptr(),
     };
+    let strips = w.strips();
     if threads == Threads::Split && outputs >= SPLIT_OUTPUTS {
-        // A multiple of 16, so each half starts on a kernel boundary.
-        let half = (outputs / 2).next_multiple_of(16).min(outputs);
-        // SAFETY: the halves write disjoint columns of `out`.
+        let half = strips / 2;
+        let halves = SharedOutput(output);
+        // SAFETY: `x` and `out` hold what the assert says; the halves
+        // write disjoint strips of `out`, which `linear` borrows
+        // throughout.
         rayon::join(
-            || unsafe { product.columns(0, half) },
-            || unsafe { product.columns(half, outputs) },
+            || unsafe { product::add_strips(x, w, halves.get(), 0..half) },
+            || unsafe { product::add_strips(x, w, halves.get(), half..strips) },
         );
     } else {
-        // SAFETY: as above, with one thread.
-        unsafe { product.columns(0, outputs) };
+        // SAFETY: as above, on one thread.
+        unsafe { product::add_strips(x, w, output, 0..strips) };
     }
 }
 
-/// The operands of one `linear` product: `n`×`inputs`, `inputs`×`outputs`
-/// and `n`×`outputs` row-major elements, `out` aliasing neither input
-/// (what `linear` asserts and borrows).
-struct Product {
-    x: *const f32,
-    n: usize,
-    inputs: usize,
-    w: *const f32,
-    outputs: usize,
-    out: *mut f32,
-}
+/// A product's [`Output`], shared by the two threads that write its
+/// halves.
+struct SharedOutput(Output);
 
-// SAFETY: a `Product` lives within `linear`, which holds the borrows its
-// pointers come from; the threads it is shared with write disjoint columns.
-unsafe impl Sync for Product {}
+// SAFETY: lives within `linear`, which holds the borrow of `out`; its two
+// threads write disjoint strips.
+unsafe impl Sync for SharedOutput {}
 
-impl Product {
-    /// Adds `x · w[.., start..end]` into `out[.., start..end]`.
-    ///
-    /// # Safety
-    /// `start <= end <= outputs`, and no other thread writes those columns.
-    unsafe fn columns(&self, start: usize, end: usize) {
-        if start >= end {
-            return;
-        }
-        // SAFETY: the caller's range lies within the row-major operands
-        // `linear` asserted; the row strides are the whole matrices'.
-        unsafe {
-            matrixmultiply::sgemm(
-                self.n,
-                self.inputs,
-                end - start,
-                1.0,
-                self.x,
-                self.inputs as isize,
-                1,
-                self.w.add(start),
-                self.outputs as isize,
-                1,
-                1.0,
-                self.out.add(start),
-                self.outputs as isize,
-                1,
-            );
-        }
+impl SharedOutput {
+    fn get(&self) -> Output {
+        self.0
     }
 }
 
@@ -622,8 +581,9 @@ mod tests {
         let bias: Vec<f32> = (0..outputs).map(|i| i as f32 * 0.01).collect();
         let mut one = vec![0f32; n * outputs];
         let mut split = vec![1f32; n * outputs];
-        linear(&x, n, inputs, &w, &bias, &mut one, Threads::One);
-        linear(&x, n, inputs, &w, &bias, &mut split, Threads::Split);
+        let packed = PackedMatrix::pack(&w, inputs, outputs).unwrap();
+        linear(&x, n, &packed, &bias, &mut one, Threads::One);
+        linear(&x, n, &packed, &bias, &mut split, Threads::Split);
         let expected: f32 = (0..inputs)
             .map(|k| x[2 * inputs + k] * w[k * outputs + outputs - 1])
             .sum::<f32>()

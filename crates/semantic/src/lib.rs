@@ -16,6 +16,7 @@ pub mod cache;
 pub mod encoder;
 pub mod fusion;
 pub mod model;
+mod product;
 mod quantise;
 pub mod static_model;
 mod tensor;
@@ -75,26 +76,28 @@ pub fn rank(
     vectors: Option<&ToolVectors>,
     query: Query<'_>,
     limit: usize,
-    include: impl Fn(usize) -> bool,
-    effects: Option<&dyn KeywordEffects>,
+    include: impl Fn(usize) -> bool + Sync,
+    effects: Option<&(dyn KeywordEffects + Sync)>,
 ) -> Vec<usize> {
     rank_explained(index, vectors, query, limit, include, effects).page
 }
 
-/// [`rank`], with the rankings it fused.
+/// [`rank`], with the rankings it fused. The keyword ranking runs beside
+/// the query's encoding and the vector scan (on two of rayon's threads):
+/// a sentence waits for the slower of the two, not for both.
 pub fn rank_explained(
     index: &SearchIndex,
     vectors: Option<&ToolVectors>,
     query: Query<'_>,
     limit: usize,
-    include: impl Fn(usize) -> bool,
-    effects: Option<&dyn KeywordEffects>,
+    include: impl Fn(usize) -> bool + Sync,
+    effects: Option<&(dyn KeywordEffects + Sync)>,
 ) -> Ranking {
     let words = query.words;
     let vectors = vectors.filter(|v| v.len() == index.len());
     let weight = weight_of_meaning(vectors, words);
     let Some(vectors) = vectors.filter(|_| weight > 0.0) else {
-        let page = index.top_keywords_with(words, limit, include, effects);
+        let page = index.top_keywords_with(words, limit, include, effects.map(|e| e as _));
         return Ranking {
             lexical: page.clone(),
             page,
@@ -102,7 +105,6 @@ pub fn rank_explained(
         };
     };
     let depth = fusion::DEPTH.max(limit);
-    let lexical = index.matched_keywords_with(words, depth, &include, effects);
     let joined;
     let text = if vectors.model().is_contextual() {
         query.sentence
@@ -111,11 +113,17 @@ pub fn rank_explained(
         joined = words.join(" ");
         &joined
     };
-    let vector = vectors.embed_query(text);
-    let semantic = match &vector {
-        Some(vector) => vectors.nearest(vector, depth, &include),
-        None => Vec::new(),
-    };
+    let (lexical, (vector, semantic)) = rayon::join(
+        || index.matched_keywords_with(words, depth, &include, effects.map(|e| e as _)),
+        || {
+            let vector = vectors.embed_query(text);
+            let semantic = match &vector {
+                Some(vector) => vectors.nearest(vector, depth, &include),
+                None => Vec::new(),
+            };
+            (vector, semantic)
+        },
+    );
     let ids: Vec<usize> = semantic.iter().map(|&(tool, _)| tool).collect();
     let mut page = fusion::fuse(&lexical, &ids, weight, limit);
     index.fill_in_order(limit, include, &mut page);

@@ -23,6 +23,10 @@ use crate::model::TextModel;
 use crate::quantise::quantise;
 use crate::text::tool_text;
 
+/// Tools from which [`ToolVectors::nearest`] scans in two halves at once
+/// (below, handing half over costs about what it saves).
+const SPLIT_SCAN_TOOLS: usize = 32_768;
+
 /// Largest magnitude of a quantised query component: small enough that a
 /// 4,096-dimension dot product of `i16 × i8` stays within `i32`.
 const QUERY_SCALE: f32 = 2047.0;
@@ -299,12 +303,13 @@ impl ToolVectors {
 
     /// At most `depth` tools for which `include(i)` holds, by cosine with
     /// `vector`, best first (ties by index), with their cosines. Tools
-    /// without a vector are never among them.
+    /// without a vector are never among them. A large table is scanned in
+    /// two halves on two of rayon's threads (a query waits for the scan).
     pub fn nearest(
         &self,
         vector: &[f32],
         depth: usize,
-        include: &impl Fn(usize) -> bool,
+        include: &(impl Fn(usize) -> bool + Sync),
     ) -> Vec<(usize, f32)> {
         let largest = vector.iter().fold(0f32, |m, v| m.max(v.abs()));
         if depth == 0 || !largest.is_normal() || vector.len() != self.dimensions {
@@ -315,15 +320,13 @@ impl ToolVectors {
             .map(|v| (v * QUERY_SCALE / largest).round() as i16)
             .collect();
         let query_factor = largest / QUERY_SCALE;
-        let mut dots = Vec::with_capacity(self.len());
-        dot_rows(&query, &self.rows, self.dimensions, &mut dots);
-        let scored = dots
-            .iter()
-            .zip(&self.factors)
-            .enumerate()
-            .filter(|(_, (_, factor))| **factor != 0.0)
-            .map(|(tool, (&dot, &factor))| (tool, dot as f32 * factor * query_factor));
-        best(scored, depth, include)
+        let table = Table {
+            rows: &self.rows,
+            factors: &self.factors,
+            width: self.dimensions,
+        };
+        let split = self.len() >= SPLIT_SCAN_TOOLS;
+        table.nearest(&query, query_factor, depth, include, split)
     }
 
     /// The cosine of `vector` with `tool`'s row (`None`: no vector yet).
@@ -414,6 +417,56 @@ fn dot_rows(query: &[i16], rows: &[i8], width: usize, out: &mut Vec<i32>) {
     }
 }
 
+/// The rows a scan reads: `width` quantised components per tool, and
+/// the factor that turns each row's dot products back into cosines
+/// (0: the tool has no vector yet).
+struct Table<'a> {
+    rows: &'a [i8],
+    factors: &'a [f32],
+    width: usize,
+}
+
+impl Table<'_> {
+    /// The best `depth` tools `include` admits, by `query`'s dot product
+    /// times `query_factor` and the row's factor; with `split`, the two
+    /// halves of the table scanned at once on rayon's threads and merged.
+    fn nearest(
+        &self,
+        query: &[i16],
+        query_factor: f32,
+        depth: usize,
+        include: &(impl Fn(usize) -> bool + Sync),
+        split: bool,
+    ) -> Vec<(usize, f32)> {
+        let tools = self.factors.len();
+        let scan = |range: std::ops::Range<usize>| {
+            let Some(rows) = self
+                .rows
+                .get(range.start * self.width..range.end * self.width)
+            else {
+                return Vec::new();
+            };
+            let mut dots = Vec::with_capacity(range.len());
+            dot_rows(query, rows, self.width, &mut dots);
+            let scored = dots
+                .iter()
+                .zip(&self.factors[range.clone()])
+                .zip(range)
+                .filter(|((_, factor), _)| **factor != 0.0)
+                .map(|((&dot, &factor), tool)| (tool, dot as f32 * factor * query_factor));
+            best(scored, depth, include)
+        };
+        if !split {
+            return scan(0..tools);
+        }
+        let (mut first, second) = rayon::join(|| scan(0..tools / 2), || scan(tools / 2..tools));
+        first.extend(second);
+        first.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        first.truncate(depth);
+        first
+    }
+}
+
 /// A tool and its score; ordered best first (higher score, then lower
 /// index), so a max-heap of them keeps the worst on top.
 #[derive(Clone, Copy, Debug)]
@@ -442,5 +495,50 @@ impl Ord for Scored {
             .score
             .total_cmp(&self.score)
             .then_with(|| self.tool.cmp(&other.tool))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_in_two_halves_finds_what_one_scan_finds() {
+        let (width, tools) = (8, 1001);
+        let rows: Vec<i8> = (0..width * tools)
+            .map(|i| ((i * 7919 % 255) as i32 - 127) as i8)
+            .collect();
+        // Every tenth tool has no vector yet; the rest have factors that
+        // vary, so the order is not the rows' alone.
+        let factors: Vec<f32> = (0..tools)
+            .map(|t| {
+                if t % 10 == 3 {
+                    0.0
+                } else {
+                    1.0 + (t % 7) as f32 * 0.1
+                }
+            })
+            .collect();
+        let table = Table {
+            rows: &rows,
+            factors: &factors,
+            width,
+        };
+        let query: Vec<i16> = vec![300, -200, 100, 50, -400, 250, 0, 90];
+        let include = |tool: usize| !tool.is_multiple_of(5);
+        let eligible = (0..tools)
+            .filter(|&t| include(t) && factors[t] != 0.0)
+            .count();
+        for depth in [1, 10, 50, 2000] {
+            let one = table.nearest(&query, 0.01, depth, &include, false);
+            let two = table.nearest(&query, 0.01, depth, &include, true);
+            assert_eq!(one, two, "depth {depth}");
+            assert_eq!(one.len(), depth.min(eligible));
+            assert!(
+                one.iter()
+                    .all(|&(tool, _)| include(tool) && factors[tool] != 0.0)
+            );
+            assert!(one.windows(2).all(|w| w[0].1 >= w[1].1));
+        }
     }
 }
