@@ -18,6 +18,7 @@ use criterion::Criterion;
 use serde_json::{Value, json};
 use sezzlee_catalog::{Catalog, Sources};
 use sezzlee_gateway::backend::{Client, DEFAULT_MAX_RESPONSE_BYTES};
+use sezzlee_gateway::environment::Environment;
 use sezzlee_gateway::settings::Settings;
 use sezzlee_gateway::store::Served;
 use sezzlee_gateway::tools::search_cache::SearchCache;
@@ -172,7 +173,8 @@ fn main() {
     let served = load_graph();
     let caller = Caller::anonymous();
     // Ranking only: no serving threads, so no per-thread pools.
-    let backend = Client::new(DEFAULT_MAX_RESPONSE_BYTES, 0).expect("a backend client");
+    let backend = Client::new(DEFAULT_MAX_RESPONSE_BYTES, 0, Environment::process())
+        .expect("a backend client");
     let metrics = sezzlee_gateway::metrics::Metrics::default();
     let context = Context {
         served: &served,

@@ -33,12 +33,11 @@ const CLIENT_ID: &str = "sezzlee-gateway";
 
 fn init() {
     static ONCE: Once = Once::new();
-    // SAFETY: set before this file's tests start gateways; nothing else
-    // reads these variables.
-    ONCE.call_once(|| unsafe {
-        std::env::set_var(JWT_SECRET.0, JWT_SECRET.1);
-        std::env::set_var(CLIENT_SECRET.0, CLIENT_SECRET.1);
-        std::env::remove_var(UNSET_SECRET);
+    // For the test gateways only (`support::set_test_variable`);
+    // UNSET_SECRET is never set.
+    ONCE.call_once(|| {
+        set_test_variable(JWT_SECRET.0, JWT_SECRET.1);
+        set_test_variable(CLIENT_SECRET.0, CLIENT_SECRET.1);
     });
 }
 

@@ -225,3 +225,48 @@ fn a_module_circle_is_found() {
         Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
     );
 }
+
+/// Every `.rs` file under `dir` (recursively), with its text.
+fn sources_under(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(sources_under(&path));
+        } else if path.extension().and_then(|e| e.to_str()) == Some("rs") {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            found.push((path, text));
+        }
+    }
+    found
+}
+
+#[test]
+fn nothing_changes_the_process_environment() {
+    // A test binary runs its tests on many threads; changing the process
+    // environment while another reads it is undefined behaviour. Gateways
+    // read theirs through `Settings::environment`
+    // (`support::set_test_variable` in the tests), child processes get
+    // theirs from `Command::env`.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let forbidden = [
+        ["std::env::", "set_var("].concat(),
+        ["std::env::", "remove_var("].concat(),
+        ["env::", "set_var("].concat(),
+    ];
+    let mut offenders = Vec::new();
+    for dir in ["src", "crates", "tests", "benches", "examples"] {
+        for (path, text) in sources_under(&root.join(dir)) {
+            if forbidden.iter().any(|call| text.contains(call.as_str())) {
+                offenders.push(path.display().to_string());
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "these change the process environment: {offenders:?}"
+    );
+}

@@ -463,9 +463,8 @@ async fn identity_headers_reach_the_server() {
     // purge_order is visible only with the orders:admin scope; an API key
     // mapped to that scope, sent as a --header would send it, shows it.
     const KEY_ENV: &str = "SEZZLEE_CLIENT_TEST_ADMIN_KEY";
-    // SAFETY: set once, before any gateway of this test binary reads it,
-    // and to the same value by every test that sets it.
-    unsafe { std::env::set_var(KEY_ENV, "client-test-admin-key") };
+    // For the test gateways only (`support::set_test_variable`).
+    set_test_variable(KEY_ENV, "client-test-admin-key");
     let dir = copy_of_shipped_catalogs();
     let mut settings = test_settings(dir.path());
     settings.auth = Some(sezzlee_gateway::settings::AuthSettings {

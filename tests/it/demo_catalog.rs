@@ -25,9 +25,8 @@ const CANCEL_SENTENCE: &str = "I want to call off an order that I placed by mist
 
 fn init() {
     static ONCE: Once = Once::new();
-    // SAFETY: every test of this module calls `init` before it starts a
-    // gateway, and the value never changes after.
-    ONCE.call_once(|| unsafe { std::env::set_var(SECRET.0, SECRET.1) });
+    // For the test gateways only (`support::set_test_variable`).
+    ONCE.call_once(|| set_test_variable(SECRET.0, SECRET.1));
 }
 
 /// `examples/auth-demo.toml`'s configuration: an HS256 secret, nothing

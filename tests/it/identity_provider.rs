@@ -217,10 +217,8 @@ const ADMIN_HEADER: &str = "x-operator-key";
 /// A gateway on the orders catalog with `auth` and the operator's API key.
 async fn gateway(mut auth: AuthSettings) -> TestGateway {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    // SAFETY: set once, before the first gateway of this module reads it,
-    // never changed after (std's own lock orders it with every other
-    // `std::env` access).
-    ONCE.call_once(|| unsafe { std::env::set_var(ADMIN_KEY.0, ADMIN_KEY.1) });
+    // For the test gateways only (`support::set_test_variable`).
+    ONCE.call_once(|| set_test_variable(ADMIN_KEY.0, ADMIN_KEY.1));
     auth.api_keys.push(ApiKeySettings {
         header: ADMIN_HEADER.to_string(),
         key_env: ADMIN_KEY.0.to_string(),

@@ -31,20 +31,14 @@ fn tool_changed_message(name: &str) -> String {
     )
 }
 
-/// Sets the environment once, before any test of this binary starts a
-/// server or a client (every test calls this first, and `Once` makes the
-/// others wait), so no thread reads the environment while it changes.
+/// Sets this module's variables for the test gateways (never in the
+/// process environment; `support::set_test_variable`), once.
 fn init() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // SAFETY: runs before any test of this binary spawns threads or
-        // reads the environment (each test calls `init` first and waits
-        // here until it finished).
-        unsafe {
-            std::env::set_var(KEY_VARIABLE, KEY_VALUE);
-            std::env::remove_var(UNSET_VARIABLE);
-            std::env::set_var(SPLITTING_VARIABLE, "key\r\nx-admin: yes");
-        }
+        set_test_variable(KEY_VARIABLE, KEY_VALUE);
+        // UNSET_VARIABLE is never set.
+        set_test_variable(SPLITTING_VARIABLE, "key\r\nx-admin: yes");
     });
 }
 

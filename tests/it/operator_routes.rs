@@ -29,12 +29,10 @@ const OPERATOR_KEY: (&str, &str) = (
 /// Sets the variables once, before any gateway of this module reads them.
 fn init() {
     static ONCE: Once = Once::new();
-    // SAFETY: every test of this module calls `init` before it starts a
-    // gateway, and the values never change after (std's own lock orders
-    // it with every other `std::env` access).
-    ONCE.call_once(|| unsafe {
-        std::env::set_var(SECRET.0, SECRET.1);
-        std::env::set_var(OPERATOR_KEY.0, OPERATOR_KEY.1);
+    // For the test gateways only (`support::set_test_variable`).
+    ONCE.call_once(|| {
+        set_test_variable(SECRET.0, SECRET.1);
+        set_test_variable(OPERATOR_KEY.0, OPERATOR_KEY.1);
     });
 }
 

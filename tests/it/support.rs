@@ -11,6 +11,7 @@
 
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
+use sezzlee_gateway::environment::Environment;
 use sezzlee_gateway::gateway::Gateway;
 pub use sezzlee_gateway::settings::DemoBackend;
 use sezzlee_gateway::settings::{Settings, WatchMode};
@@ -148,10 +149,33 @@ impl Reply {
     }
 }
 
-/// Settings for a test gateway on `catalogs`: no watcher, no demo backend.
+/// The variables the tests' in-process gateways read (their
+/// `Settings::environment`): a test module sets its secrets here before it
+/// starts a gateway. The process environment is never changed: other
+/// tests' threads read it meanwhile, and changing it under them is
+/// undefined behaviour. Names are unique per module (their prefixes), so
+/// one module's variables never stand for another's.
+static TEST_VARIABLES: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+/// Sets `name` to `value` for every test gateway started after.
+pub fn set_test_variable(name: &str, value: &str) {
+    let mut variables = TEST_VARIABLES.lock().unwrap_or_else(|e| e.into_inner());
+    variables.retain(|(known, _)| known != name);
+    variables.push((name.to_string(), value.to_string()));
+}
+
+/// The variables set so far, as a gateway's environment.
+pub fn test_environment() -> Environment {
+    let variables = TEST_VARIABLES.lock().unwrap_or_else(|e| e.into_inner());
+    Environment::fixed(variables.iter().cloned())
+}
+
+/// Settings for a test gateway on `catalogs`: no watcher, no demo backend,
+/// the test variables for an environment.
 pub fn test_settings(catalogs: &Path) -> Settings {
     Settings {
         catalogs: catalogs.to_path_buf(),
+        environment: test_environment(),
         listen: "127.0.0.1:0".parse().unwrap(),
         watch: WatchMode::Off,
         demo_backend: DemoBackend::Off,

@@ -91,16 +91,12 @@ const EMPTY_VARIABLE: &str = "SEZZLEE_VIS_EMPTY_0E9E";
 /// Never set: an `[auth]` naming it is refused.
 const UNSET_VARIABLE: &str = "SEZZLEE_VIS_UNSET_0FAF";
 
-/// Sets the environment once, before any test of this binary starts a
-/// server (every test calls this first, and `Once` makes the others wait),
-/// so no thread reads the environment while it changes.
+/// Sets this module's variables for the test gateways (never in the
+/// process environment; `support::set_test_variable`), once.
 fn init() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // SAFETY: runs before any test of this binary spawns threads or
-        // reads the environment (each test calls `init` first and waits
-        // here until it finished).
-        unsafe {
+        {
             for (name, value) in [
                 CALLERS_SECRET,
                 UNCERTAIN_SECRET,
@@ -115,10 +111,10 @@ fn init() {
                 TOKEN_SECRET,
                 STATIC_HEADER,
             ] {
-                std::env::set_var(name, value);
+                set_test_variable(name, value);
             }
-            std::env::set_var(EMPTY_VARIABLE, "");
-            std::env::remove_var(UNSET_VARIABLE);
+            set_test_variable(EMPTY_VARIABLE, "");
+            // UNSET_VARIABLE is never set.
         }
     });
 }

@@ -22,11 +22,10 @@ const KEY: (&str, &str) = ("SEZZLEE_MATRIX_KEY_7C1D", "matrix-key-9f4e2d71a8");
 
 fn init() {
     static ONCE: Once = Once::new();
-    // SAFETY: set before this file's tests start gateways, and these
-    // variables are read by nothing else.
-    ONCE.call_once(|| unsafe {
-        std::env::set_var(SECRET.0, SECRET.1);
-        std::env::set_var(KEY.0, KEY.1);
+    // For the test gateways only (`support::set_test_variable`).
+    ONCE.call_once(|| {
+        set_test_variable(SECRET.0, SECRET.1);
+        set_test_variable(KEY.0, KEY.1);
     });
 }
 

@@ -86,12 +86,17 @@ impl Gateway {
         let (shutdown, _) = watch::channel(false);
         // Fail closed: with auth configured but unloadable, every caller is
         // anonymous (server::load_checked refuses to start in that case).
-        let auth = Authenticator::from_settings(settings.auth.as_ref()).unwrap_or_else(|why| {
-            tracing::error!("auth configuration: {why}; every caller is treated as anonymous");
-            Authenticator::deny_all()
-        });
-        let backend = Client::new(settings.max_response_bytes, settings.serve_threads)
-            .map_err(StartError::Backend)?;
+        let auth = Authenticator::from_settings(settings.auth.as_ref(), &settings.environment)
+            .unwrap_or_else(|why| {
+                tracing::error!("auth configuration: {why}; every caller is treated as anonymous");
+                Authenticator::deny_all()
+            });
+        let backend = Client::new(
+            settings.max_response_bytes,
+            settings.serve_threads,
+            settings.environment.clone(),
+        )
+        .map_err(StartError::Backend)?;
         let search_model: Option<Arc<Embedder>> = match &settings.search_model {
             Some(folder) => {
                 let model = TextModel::load(folder).map_err(StartError::SearchModel)?;

@@ -11,6 +11,7 @@ pub mod backend;
 pub mod config_error;
 pub mod demo;
 pub mod embedding;
+pub mod environment;
 pub mod gateway;
 pub mod mcp;
 pub mod metrics;

@@ -77,7 +77,9 @@ pub async fn run(settings: Settings) -> ExitCode {
 /// Loads the catalog; a sidecar with an invalid configuration (or an
 /// unreadable folder) stops the start with exit code 2.
 pub fn load_checked(settings: Settings) -> Result<(Arc<Gateway>, Sources), ExitCode> {
-    if let Err(why) = crate::auth::Authenticator::from_settings(settings.auth.as_ref()) {
+    if let Err(why) =
+        crate::auth::Authenticator::from_settings(settings.auth.as_ref(), &settings.environment)
+    {
         tracing::error!("configuration error: {why}");
         return Err(ExitCode::from(2));
     }

@@ -6,6 +6,7 @@
 //! environment or the file system for configuration.
 
 pub use crate::config_error::ConfigError;
+use crate::environment::Environment;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -19,6 +20,9 @@ pub const DEFAULT_ORIGINS: [&str; 3] = ["http://localhost", "http://127.0.0.1", 
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub catalogs: PathBuf,
+    /// Where secrets named by these settings and `${VARIABLE}`s in backend
+    /// URLs and headers are read: the process environment when served.
+    pub environment: Environment,
     pub listen: SocketAddr,
     /// The MCP endpoint path, `/mcp` by default.
     pub endpoint: String,
@@ -248,6 +252,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             catalogs: PathBuf::from("./catalogs"),
+            environment: Environment::process(),
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             endpoint: "/mcp".to_string(),
             allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),

@@ -22,6 +22,7 @@ pub mod provider;
 pub mod resource;
 
 use crate::config_error::ConfigError;
+use crate::environment::Environment;
 use crate::settings::{AuthSettings, JwtSettings};
 use crate::visibility::{ApiKeyIdentity, Caller, Credential};
 use axum::http::{HeaderMap, header};
@@ -137,11 +138,16 @@ impl Authenticator {
     /// Loads keys and secrets; an error names what is missing (never a
     /// value). The provider's keys are fetched once [`Authenticator::start`]
     /// runs.
-    pub fn from_settings(settings: Option<&AuthSettings>) -> Result<Authenticator, ConfigError> {
+    pub fn from_settings(
+        settings: Option<&AuthSettings>,
+        environment: &Environment,
+    ) -> Result<Authenticator, ConfigError> {
         let Some(settings) = settings else {
             return Ok(Authenticator::disabled());
         };
-        let jwt = settings.jwt.as_ref().map(load_jwt).transpose()?;
+        let jwt = (settings.jwt.as_ref())
+            .map(|jwt| load_jwt(jwt, environment))
+            .transpose()?;
         let mut api_keys = Vec::new();
         for key in &settings.api_keys {
             let variable_error = |message: String| ConfigError::Variable {
@@ -149,7 +155,7 @@ impl Authenticator {
                 variable: key.key_env.clone(),
                 message,
             };
-            let secret = std::env::var(&key.key_env).map_err(|_| {
+            let secret = environment.var(&key.key_env).ok_or_else(|| {
                 variable_error(format!(
                     "auth.api_keys: environment variable {} (key of '{}') is not set",
                     key.key_env, key.subject
@@ -473,7 +479,7 @@ impl JwtVerifier {
     }
 }
 
-fn load_jwt(settings: &JwtSettings) -> Result<JwtVerifier, ConfigError> {
+fn load_jwt(settings: &JwtSettings, environment: &Environment) -> Result<JwtVerifier, ConfigError> {
     let mut fixed = KeySet::default();
     if let Some(variable) = &settings.hs256_secret_env {
         let variable_error = |message: String| ConfigError::Variable {
@@ -481,7 +487,7 @@ fn load_jwt(settings: &JwtSettings) -> Result<JwtVerifier, ConfigError> {
             variable: variable.clone(),
             message,
         };
-        let secret = std::env::var(variable).map_err(|_| {
+        let secret = environment.var(variable).ok_or_else(|| {
             variable_error(format!(
                 "auth.jwt: environment variable {variable} (the HS256 secret) is not set"
             ))

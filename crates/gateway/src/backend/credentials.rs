@@ -11,6 +11,7 @@
 //! `clientCredentials` uses the gateway's own identity. Client secrets are
 //! read from the environment when used and never logged; tokens neither.
 
+use crate::environment::Environment;
 use crate::visibility::Caller;
 use axum::http::header;
 use serde_json::Value;
@@ -44,10 +45,12 @@ pub struct Credentials {
     /// Token by (grant, endpoint, client, audience, resource, scopes, and
     /// the caller token's digest for an exchange): value and expiry.
     cache: quick_cache::sync::Cache<[u8; 32], (String, Instant)>,
+    /// Where client secrets are read.
+    environment: Environment,
 }
 
 impl Credentials {
-    pub fn new() -> Result<Credentials, reqwest::Error> {
+    pub fn new(environment: Environment) -> Result<Credentials, reqwest::Error> {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(10))
@@ -55,6 +58,7 @@ impl Credentials {
         Ok(Credentials {
             http,
             cache: quick_cache::sync::Cache::new(CACHED_TOKENS),
+            environment,
         })
     }
 
@@ -117,8 +121,7 @@ impl Credentials {
         ) else {
             return Err(configuration("backend.auth is incomplete"));
         };
-        let secret = std::env::var(secret_env)
-            .ok()
+        let secret = (self.environment.var(secret_env))
             .filter(|s| !s.is_empty())
             .ok_or_else(|| {
                 configuration(&format!(

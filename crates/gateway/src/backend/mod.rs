@@ -13,6 +13,7 @@ mod form;
 pub mod request;
 pub mod response;
 
+use crate::environment::Environment;
 use direct::DirectClient;
 use hyper_util::client::proxy::matcher::Matcher;
 use request::{Body, Outgoing};
@@ -101,6 +102,8 @@ pub struct Client {
     pub max_response_bytes: usize,
     /// Backend credentials other than the caller's own (`backend.auth`).
     pub credentials: credentials::Credentials,
+    /// Where `${VARIABLE}`s of backend URLs and headers are read.
+    environment: Environment,
 }
 
 /// One client per serving thread, and a shared one.
@@ -132,7 +135,11 @@ impl Client {
     /// never do, so start-up fails instead.
     /// `serving_threads` is how many threads serve connections (one pool
     /// each).
-    pub fn new(max_response_bytes: usize, serving_threads: usize) -> Result<Client, String> {
+    pub fn new(
+        max_response_bytes: usize,
+        serving_threads: usize,
+        environment: Environment,
+    ) -> Result<Client, String> {
         let direct = PerThread::new(serving_threads, DirectClient::new)
             .map_err(|err| format!("TLS: {err}"))?;
         let reqwest = PerThread::new(serving_threads, || {
@@ -148,8 +155,16 @@ impl Client {
             reqwest,
             proxies: Matcher::from_env(),
             max_response_bytes,
-            credentials: credentials::Credentials::new().map_err(|err| err.to_string())?,
+            credentials: credentials::Credentials::new(environment.clone())
+                .map_err(|err| err.to_string())?,
+            environment,
         })
+    }
+
+    /// `text` with its `${VARIABLE}`s replaced ([`expand_env`]) from this
+    /// client's environment.
+    pub fn expand(&self, text: &str, self_url: Option<&str>) -> Result<String, String> {
+        expand_env(text, self_url, &self.environment)
     }
 
     /// Sends one request and reads its response within `timeout`.
@@ -314,7 +329,11 @@ pub const SELF_VARIABLE: &str = "SEZZLEE_SELF";
 /// `${NAME}` references replaced by environment variables (and
 /// `${SEZZLEE_SELF}` by `self_url`); a missing one is an error naming it
 /// (never its value).
-pub fn expand_env(text: &str, self_url: Option<&str>) -> Result<String, String> {
+pub fn expand_env(
+    text: &str,
+    self_url: Option<&str>,
+    environment: &Environment,
+) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -327,8 +346,9 @@ pub fn expand_env(text: &str, self_url: Option<&str>) -> Result<String, String> 
         let name = &after[..end];
         let value = match (name, self_url) {
             (SELF_VARIABLE, Some(url)) => url.to_string(),
-            _ => std::env::var(name)
-                .map_err(|_| format!("environment variable {name} is not set"))?,
+            _ => environment
+                .var(name)
+                .ok_or_else(|| format!("environment variable {name} is not set"))?,
         };
         out.push_str(&value);
         rest = &after[end + 1..];
@@ -354,21 +374,20 @@ mod tests {
 
     #[test]
     fn environment_references_expand() {
-        assert_eq!(expand_env("plain", None).unwrap(), "plain");
-        let path = std::env::var("PATH").unwrap();
+        let environment = Environment::fixed([("PLACE", "there")]);
+        let expand = |text: &str, self_url| expand_env(text, self_url, &environment);
+        assert_eq!(expand("plain", None).unwrap(), "plain");
+        assert_eq!(expand("a ${PLACE} b", None).unwrap(), "a there b");
+        // Only the gateway's environment: the process's PATH is not in it.
+        assert!(expand("${PATH}", None).unwrap_err().contains("PATH"));
+        assert_eq!(expand("${unclosed", None).unwrap(), "${unclosed");
         assert_eq!(
-            expand_env("a ${PATH} b", None).unwrap(),
-            format!("a {path} b")
+            expand("${SEZZLEE_SELF}/demo", Some("http://127.0.0.1:1")).unwrap(),
+            "http://127.0.0.1:1/demo"
         );
         assert!(
-            expand_env("${SEZZLEE_SURELY_UNSET_VARIABLE}", None)
-                .unwrap_err()
-                .contains("SEZZLEE_SURELY_UNSET_VARIABLE")
-        );
-        assert_eq!(expand_env("${unclosed", None).unwrap(), "${unclosed");
-        assert_eq!(
-            expand_env("${SEZZLEE_SELF}/demo", Some("http://127.0.0.1:1")).unwrap(),
-            "http://127.0.0.1:1/demo"
+            expand_env("${PATH}", None, &Environment::process()).is_ok(),
+            "the process environment is read when served"
         );
     }
 }

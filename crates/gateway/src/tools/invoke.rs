@@ -12,7 +12,7 @@ use super::envelope::{Code, ToolAnswer, invalid_type, quoted, quoted_up_to, unkn
 use super::load::find_visible;
 use crate::backend::request::{self, Problem};
 use crate::backend::response::BackendResponse;
-use crate::backend::{DEFAULT_TIMEOUT, Failure, expand_env};
+use crate::backend::{DEFAULT_TIMEOUT, Failure};
 use crate::metrics::BackendOutcome;
 use serde_json::{Map, Value, json};
 use sezzlee_catalog::Tool;
@@ -266,7 +266,7 @@ async fn dispatch(
     for (key, value) in &tool.fixed {
         arguments.insert(key.clone(), value.clone());
     }
-    let base_url = match base_url(tool, context.self_url) {
+    let base_url = match base_url(tool, context) {
         Ok(url) => url,
         Err(message) => return ToolAnswer::fail(Code::InternalError, message, false, Map::new()),
     };
@@ -419,19 +419,22 @@ fn access_log(
 }
 
 /// The base URL with `${NAME}` expanded; it must be absolute.
-fn base_url(tool: &Tool, self_url: Option<&str>) -> Result<String, String> {
+fn base_url(tool: &Tool, context: &Context) -> Result<String, String> {
     let Some(url) = &tool.operation.base_url else {
         return Err(format!(
             "The document of '{}' names no server, so the gateway does not know where to send the call. The catalog owner must set backend.baseUrl in the sidecar.",
             tool.name
         ));
     };
-    let url = expand_env(url, self_url).map_err(|why| {
-        format!(
-            "The backend address of '{}' cannot be built: {why}.",
-            tool.name
-        )
-    })?;
+    let url = context
+        .backend
+        .expand(url, context.self_url)
+        .map_err(|why| {
+            format!(
+                "The backend address of '{}' cannot be built: {why}.",
+                tool.name
+            )
+        })?;
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(format!(
             "The server URL of '{}' ('{url}') is not absolute. The catalog owner must set backend.baseUrl in the sidecar.",
@@ -468,12 +471,15 @@ fn outgoing_headers(
     for (name, value) in &backend.headers {
         // A configured header replaces a forwarded one of the same name.
         headers.retain(|(forwarded, _)| !forwarded.eq_ignore_ascii_case(name));
-        let value = expand_env(value, context.self_url).map_err(|why| {
-            format!(
-                "A configured header of '{}' cannot be built: {why}.",
-                tool.name
-            )
-        })?;
+        let value = context
+            .backend
+            .expand(value, context.self_url)
+            .map_err(|why| {
+                format!(
+                    "A configured header of '{}' cannot be built: {why}.",
+                    tool.name
+                )
+            })?;
         // The sidecar was checked at load, but a `${NAME}` may bring in
         // anything: never let it split the request.
         if !sezzlee_catalog::header_text::is_field_value(&value) {
