@@ -534,6 +534,7 @@ fn search_tasks_exit_1_for_an_operation_the_folder_lacks_and_2_for_a_bad_file() 
 /// one catalog. An agent that does not see the operation in its first five
 /// cards fails its task, so recall@5 is the gate.
 #[test]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 fn search_quality_on_the_real_catalogs_holds_its_floor() {
     let more = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/search-tasks-more.tsv");
     let sample = crate::corpus::vendored().require("search-tasks.tsv");

@@ -78,6 +78,7 @@ impl Relaxation {
 }
 
 #[test]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 fn every_definition_fits_and_accepts_what_the_full_one_accepts() {
     let corpus = crate::corpus::selected();
     let budget = BuildOptions::DEFAULT_BUDGET;

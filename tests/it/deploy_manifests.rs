@@ -698,6 +698,7 @@ fn selects(selector: &Value, labels: &Value) -> bool {
 }
 
 #[tokio::test]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn manifests_image_and_gateway_agree() {
     let objects = kustomization().objects;
     let image = image();

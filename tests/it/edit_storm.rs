@@ -95,12 +95,14 @@ const POLL_SALT: u64 = 0x9011;
 const SENTINEL: &str = "zz-storm-sentinel.json";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn edit_storm_with_file_system_events() {
     let edits = env_number("SEZZLEE_STORM_EDITS").map_or(DEFAULT_EDITS, |n| n as usize);
     run(Watch::Events, seed(), edits).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn edit_storm_with_polling() {
     let edits = env_number("SEZZLEE_STORM_EDITS").map_or(DEFAULT_EDITS, |n| n as usize);
     // Another sequence than the events run's, a fifth as long.

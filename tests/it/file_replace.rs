@@ -438,6 +438,7 @@ async fn checkout_rounds(slow: bool, name: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn git_checkout_of_a_file_never_empties_the_catalog() {
     checkout_rounds(false, "git checkout").await;
 }
@@ -446,6 +447,7 @@ async fn git_checkout_of_a_file_never_empties_the_catalog() {
 /// git unlinked the file and before it creates it again: the file is
 /// missing for as long as the filter takes, here longer than the debounce.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn git_checkout_through_a_slow_smudge_filter_never_empties_the_catalog() {
     checkout_rounds(true, "git checkout (slow smudge)").await;
 }
@@ -474,6 +476,7 @@ async fn rounds(name: &str, replace: fn(&Path, &str, u64)) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn mv_of_a_new_file_over_the_old_never_empties_the_catalog() {
     rounds("mv over", |dir, content, pause_ms| {
         let staging = tempfile::tempdir_in(dir.parent().unwrap()).unwrap();
@@ -496,6 +499,7 @@ async fn mv_of_a_new_file_over_the_old_never_empties_the_catalog() {
 /// the original renamed to a backup, the new file written, the backup
 /// removed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn backup_rename_then_write_never_empties_the_catalog() {
     rounds("backup then write", |dir, content, pause_ms| {
         run("mv", &["orders.yaml", "orders.yaml~"], dir);
@@ -507,6 +511,7 @@ async fn backup_rename_then_write_never_empties_the_catalog() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn write_temp_then_rename_never_empties_the_catalog() {
     rounds("temp then rename", |dir, content, pause_ms| {
         let temp = dir.join(".orders.yaml.swp-4412");
@@ -520,6 +525,7 @@ async fn write_temp_then_rename_never_empties_the_catalog() {
 /// The file is empty between the steps: an empty file is a file caught
 /// mid-write, and its last good content keeps serving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn truncate_then_write_never_empties_the_catalog() {
     rounds("truncate then write", |dir, content, pause_ms| {
         use std::io::Write;

@@ -1081,6 +1081,7 @@ fn seeds() -> Vec<(u64, usize)> {
 }
 
 #[test]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 fn random_edits_rebuild_as_a_full_build_would() {
     for (seed, steps) in seeds() {
         let started = Instant::now();

@@ -77,6 +77,7 @@ struct Checked {
 }
 
 #[test]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 fn every_real_document_builds_into_valid_tools() {
     let started = Instant::now();
     let corpus = crate::corpus::selected();

@@ -852,6 +852,7 @@ struct Termination {
 // ------------------------------------------------------------ the test
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn replicas_behind_nginx_survive_a_rolling_catalog_update() {
     let Some(nginx_binary) = nginx_binary() else {
         eprintln!(
