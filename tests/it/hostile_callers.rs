@@ -33,7 +33,7 @@ use crate::support::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
-use sezzlee_gateway::mcp::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, parse_message};
+use sezzlee_gateway::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, parse_message};
 use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------ the runner

@@ -14,10 +14,25 @@
 
 use crate::diagnostics::{Diagnostic, codes, pointer_segment};
 use crate::refs::Resolver;
-use crate::schema::DroppedPattern;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+
+/// A `pattern` or `patternProperties` key the converter dropped because
+/// clients could not compile it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedPattern {
+    /// The file the schema was written in.
+    pub file: Arc<str>,
+    /// The address of the dropped value inside that file's parsed tree
+    /// (the `pattern` string, or the `patternProperties` member), to be
+    /// turned into a JSON pointer while the tree is alive; never read
+    /// through.
+    pub address: usize,
+    pub keyword: &'static str,
+    pub pattern: String,
+    pub reason: String,
+}
 
 /// What became of one pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]

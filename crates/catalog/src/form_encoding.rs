@@ -30,7 +30,7 @@ pub enum FormKind {
 
 impl FormKind {
     pub fn of(media_type: &str) -> FormKind {
-        match super::input::base_media_type(media_type).as_str() {
+        match super::media_type::base_media_type(media_type).as_str() {
             "application/x-www-form-urlencoded" => FormKind::UrlEncoded,
             "multipart/form-data" => FormKind::Multipart,
             _ => FormKind::Other,

@@ -7,6 +7,7 @@
 
 use super::diagnostics::{Diagnostic, codes};
 use super::form_encoding::{FormKind, member_rule};
+use super::media_type::{base_media_type, is_json_media_type};
 use super::schema::{Converter, Dialect, Direction, Reached, Schema};
 use super::{Argument, Location, RequestBody, Style};
 use serde_json::{Map, Value, json};
@@ -491,23 +492,6 @@ fn choose_request_media_type(content: &Map<String, Value>) -> Option<(&str, &Val
         .iter()
         .min_by_key(|(media_type, _)| (ranked(media_type), media_type.as_str()))
         .map(|(media_type, media)| (media_type.as_str(), media))
-}
-
-/// A media type without its parameters, lower case
-/// (`Multipart/Form-Data; boundary=x` → `multipart/form-data`).
-pub fn base_media_type(media_type: &str) -> String {
-    media_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
-}
-
-/// `application/json`, `*/json` and `*+json` (with parameters).
-pub fn is_json_media_type(media_type: &str) -> bool {
-    let base = base_media_type(media_type);
-    base.ends_with("/json") || base.ends_with("+json")
 }
 
 /// OpenAPI's defaults: form/explode for query and cookie, simple otherwise;

@@ -15,6 +15,7 @@ pub mod fingerprint;
 mod form_encoding;
 pub mod header_text;
 mod input;
+mod media_type;
 pub mod naming;
 mod openapi;
 mod output;
@@ -31,7 +32,7 @@ pub use assemble::version_source;
 pub use compact::fit::Compaction;
 pub use diagnostics::{Diagnostic, Diagnostics, Severity};
 pub use form_encoding::FormKind;
-pub use input::is_json_media_type;
+pub use media_type::is_json_media_type;
 pub use schema::{PackedSchema, Schema};
 pub use source::Sources;
 

@@ -5,7 +5,7 @@
 //! outputSchema. MCP wants an object root, so anything else is wrapped as
 //! `{"result": …}`.
 
-use super::input::is_json_media_type;
+use super::media_type::is_json_media_type;
 use super::schema::{Converter, Dialect, Direction, Reached, Schema};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;

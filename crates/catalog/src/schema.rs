@@ -9,7 +9,7 @@
 //! a gigabyte of copies), and a tool's schema is only materialised as one
 //! JSON value when somebody asks for it.
 
-use super::ecma_pattern::{self, Checked};
+use super::ecma_pattern::{self, Checked, DroppedPattern};
 use super::fingerprint::{
     CanonicalSink, CharCount, write_canonical_object, write_canonical_to, write_string,
 };
@@ -295,22 +295,6 @@ pub struct Converter<'r> {
     patterns: HashMap<String, Checked>,
     /// Patterns dropped as not ECMA-262, by where they were.
     dropped: BTreeMap<(Arc<str>, usize), DroppedPattern>,
-}
-
-/// A `pattern` or `patternProperties` key the converter dropped because
-/// clients could not compile it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DroppedPattern {
-    /// The file the schema was written in.
-    pub file: Arc<str>,
-    /// The address of the dropped value inside that file's parsed tree
-    /// (the `pattern` string, or the `patternProperties` member), to be
-    /// turned into a JSON pointer while the tree is alive; never read
-    /// through.
-    pub address: usize,
-    pub keyword: &'static str,
-    pub pattern: String,
-    pub reason: String,
 }
 
 /// The references one conversion reached, to be closed over later.

@@ -8,12 +8,9 @@
 //! document's backend is [`BASE_URL`]), so a gateway serving other
 //! catalogs exposes no writable toy API beside them.
 
-use crate::gateway::Gateway;
-use crate::settings::DemoBackend;
 use axum::Router;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -79,30 +76,6 @@ fn seeded() -> Orders {
         );
     }
     orders
-}
-
-/// Whether the demo answers now: `demo_backend` `on`, or `auto` while the
-/// served catalog has a tool whose backend is the demo.
-pub fn wanted(gateway: &Gateway) -> bool {
-    match gateway.settings.demo_backend {
-        DemoBackend::On => true,
-        DemoBackend::Off => false,
-        DemoBackend::Auto => gateway.store.current().prepared.uses_demo_backend,
-    }
-}
-
-/// Answers `404` for every `/demo` route while the demo is not
-/// [`wanted`], as if it were not there.
-pub async fn only_when_wanted(
-    State(gateway): State<Arc<Gateway>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if wanted(&gateway) {
-        next.run(request).await
-    } else {
-        StatusCode::NOT_FOUND.into_response()
-    }
 }
 
 /// The demo API's routes, relative to `/demo`.

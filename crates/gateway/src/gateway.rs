@@ -73,6 +73,15 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// What the OAuth challenge and metadata need of this gateway.
+    pub fn resource(&self) -> crate::auth::resource::Resource<'_> {
+        crate::auth::resource::Resource {
+            auth: &self.auth,
+            listen: self.settings.listen,
+            endpoint: &self.settings.endpoint,
+        }
+    }
+
     /// A gateway serving `catalog` as generation 0.
     pub fn new(
         settings: Settings,

@@ -13,7 +13,7 @@
 //! is small ([`PER_TOOL_UP_TO`] tools), else by document, with at most
 //! [`MAX_TARGETS`] distinct ones (then `(other)`).
 
-use crate::tools::envelope::Code;
+use crate::failure_code::Code;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write;

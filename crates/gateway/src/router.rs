@@ -9,8 +9,10 @@ use crate::gateway::Gateway;
 use crate::mcp::http;
 use crate::settings::DemoBackend;
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::middleware::from_fn_with_state;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use std::sync::Arc;
 
@@ -25,10 +27,10 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
                 .get(http::method_not_allowed)
                 .delete(http::method_not_allowed),
         )
-        .route(METADATA_PATH, get(resource::metadata))
+        .route(METADATA_PATH, get(protected_resource_metadata))
         .route(
             &format!("{METADATA_PATH}{}", endpoint.trim_end_matches('/')),
-            get(resource::metadata),
+            get(protected_resource_metadata),
         )
         .route("/healthz", get(http::healthz))
         .route("/readyz", get(http::readyz));
@@ -41,13 +43,45 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         ));
     router = router.merge(operator);
     if gateway.settings.demo_backend != DemoBackend::Off {
-        let demo = crate::demo::router().layer(from_fn_with_state(
-            gateway.clone(),
-            crate::demo::only_when_wanted,
-        ));
+        let demo =
+            crate::demo::router().layer(from_fn_with_state(gateway.clone(), only_when_wanted));
         router = router.nest("/demo", demo);
     }
     router
         .layer(DefaultBodyLimit::max(limit))
         .with_state(gateway)
+}
+
+/// `GET /.well-known/oauth-protected-resource[/endpoint]`: the metadata
+/// of the served catalog's rules ([`resource::metadata`]).
+async fn protected_resource_metadata(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+) -> Response {
+    let served = gateway.store.current();
+    resource::metadata(&gateway.resource(), &headers, &served.prepared.rules)
+}
+
+/// Whether the demo answers now: `demo_backend` `on`, or `auto` while the
+/// served catalog has a tool whose backend is the demo.
+pub fn wanted(gateway: &Gateway) -> bool {
+    match gateway.settings.demo_backend {
+        DemoBackend::On => true,
+        DemoBackend::Off => false,
+        DemoBackend::Auto => gateway.store.current().prepared.uses_demo_backend,
+    }
+}
+
+/// Answers `404` for every `/demo` route while the demo is not
+/// [`wanted`], as if it were not there.
+pub async fn only_when_wanted(
+    State(gateway): State<Arc<Gateway>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if wanted(&gateway) {
+        next.run(request).await
+    } else {
+        StatusCode::NOT_FOUND.into_response()
+    }
 }

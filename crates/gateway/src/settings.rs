@@ -16,6 +16,11 @@ use std::time::Duration;
 /// pages served from localhost may call it from a browser.
 pub const DEFAULT_ORIGINS: [&str; 3] = ["http://localhost", "http://127.0.0.1", "http://[::1]"];
 
+/// Default bytes of the search cache per catalog generation: 8 MiB of
+/// answers (about 1,200 pages of 20 cards) and 8 MiB of keyword effects
+/// (about 140 common words on an 11k-tool catalog).
+pub const DEFAULT_SEARCH_CACHE_BYTES: usize = 16 * 1024 * 1024;
+
 /// The resolved settings of one gateway.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -260,7 +265,7 @@ impl Default for Settings {
             response_budget: 60_000,
             output_depth: sezzlee_catalog::BuildOptions::DEFAULT_OUTPUT_DEPTH,
             max_response_bytes: crate::backend::DEFAULT_MAX_RESPONSE_BYTES,
-            search_cache_bytes: crate::tools::search_cache::DEFAULT_BYTES,
+            search_cache_bytes: DEFAULT_SEARCH_CACHE_BYTES,
             search_model: None,
             vector_cache: sezzlee_semantic::cache::default_root(),
             log_format: LogFormat::Text,

@@ -56,7 +56,7 @@ pub async fn admin_only(
     let caller = gateway.auth.caller(&headers).await;
     match gateway.auth.admin_access(&caller, &headers) {
         Ok(()) => next.run(request).await,
-        Err(refusal) => resource::admin_refusal(&gateway, &headers, refusal),
+        Err(refusal) => resource::admin_refusal(&gateway.resource(), &headers, refusal),
     }
 }
 

@@ -10,17 +10,15 @@
 //! (recomputed from the snapshot on every request, so a reload that adds a
 //! scope shows at once).
 
-use super::AdminRefusal;
-use crate::gateway::Gateway;
-use crate::mcp::jsonrpc::{INVALID_REQUEST, RpcError};
+use super::{AdminRefusal, Authenticator};
+use crate::jsonrpc::{INVALID_REQUEST, RpcError};
 use crate::reply::json_response;
 use crate::visibility::{Rule, Scheme};
-use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::net::SocketAddr;
 
 /// The well-known path of the metadata (the endpoint's path appended).
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -37,9 +35,18 @@ pub enum Refusal {
     UnknownApiKey,
 }
 
+/// What a challenge and the metadata need of the gateway: its
+/// authenticator, and where it serves the MCP endpoint
+/// (`Gateway::resource`).
+pub struct Resource<'a> {
+    pub auth: &'a Authenticator,
+    pub listen: SocketAddr,
+    pub endpoint: &'a str,
+}
+
 /// The canonical URL of the MCP endpoint: `auth.resource`, else from the
 /// request's `Host` over `http`.
-pub fn resource_url(gateway: &Gateway, headers: &HeaderMap) -> String {
+pub fn resource_url(gateway: &Resource<'_>, headers: &HeaderMap) -> String {
     if let Some(resource) = gateway.auth.resource() {
         return resource.to_string();
     }
@@ -48,8 +55,8 @@ pub fn resource_url(gateway: &Gateway, headers: &HeaderMap) -> String {
         .and_then(|value| value.to_str().ok())
         .filter(|host| is_host(host))
         .map(str::to_string)
-        .unwrap_or_else(|| gateway.settings.listen.to_string());
-    format!("http://{host}{}", gateway.settings.endpoint)
+        .unwrap_or_else(|| gateway.listen.to_string());
+    format!("http://{host}{}", gateway.endpoint)
 }
 
 /// The metadata URL of a resource URL: the well-known path inserted
@@ -64,7 +71,7 @@ pub fn metadata_url(resource: &str) -> String {
 }
 
 /// `401` with the challenge (RFC 6750 §3, RFC 9728 §5.1).
-pub fn challenge(gateway: &Gateway, headers: &HeaderMap, refusal: Refusal) -> Response {
+pub fn challenge(gateway: &Resource<'_>, headers: &HeaderMap, refusal: Refusal) -> Response {
     let (value, message) = challenge_of(gateway, headers, refusal);
     tracing::info!(target: "sezzlee::auth", status = 401, "request refused: {message}");
     let body = RpcError::new(StatusCode::UNAUTHORIZED, INVALID_REQUEST, message).body(None);
@@ -76,7 +83,11 @@ pub fn challenge(gateway: &Gateway, headers: &HeaderMap, refusal: Refusal) -> Re
 /// `403` with `error="insufficient_scope"` and the admin scope when one
 /// was but lacks that scope (RFC 6750 §3.1). The body is plain JSON, not
 /// JSON-RPC: these routes are not MCP.
-pub fn admin_refusal(gateway: &Gateway, headers: &HeaderMap, refusal: AdminRefusal) -> Response {
+pub fn admin_refusal(
+    gateway: &Resource<'_>,
+    headers: &HeaderMap,
+    refusal: AdminRefusal,
+) -> Response {
     let scope = gateway.auth.admin_scope();
     let (status, value, message) = match refusal {
         AdminRefusal::Unauthenticated(refusal) => {
@@ -122,7 +133,7 @@ pub fn admin_refusal(gateway: &Gateway, headers: &HeaderMap, refusal: AdminRefus
 
 /// The `WWW-Authenticate` value of a refusal, and its message.
 fn challenge_of(
-    gateway: &Gateway,
+    gateway: &Resource<'_>,
     headers: &HeaderMap,
     refusal: Refusal,
 ) -> (String, &'static str) {
@@ -155,15 +166,15 @@ fn with_challenge(mut response: Response, value: &str) -> Response {
     response
 }
 
-/// `GET /.well-known/oauth-protected-resource[/endpoint]`: the metadata,
+/// The answer to `GET /.well-known/oauth-protected-resource[/endpoint]`
+/// when the served catalog's visibility rules are `rules`: the metadata,
 /// or `404` when no `[auth]` is configured (nothing is protected).
-pub async fn metadata(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -> Response {
+pub fn metadata(gateway: &Resource<'_>, headers: &HeaderMap, rules: &[Rule]) -> Response {
     if !gateway.auth.is_configured() {
         return StatusCode::NOT_FOUND.into_response();
     }
-    let served = gateway.store.current();
     let mut scopes = BTreeSet::new();
-    for rule in &served.prepared.rules {
+    for rule in rules {
         match rule {
             Rule::Public => {}
             Rule::Policy(policy) => scopes.extend(policy.any_scope.iter().cloned()),
@@ -180,7 +191,7 @@ pub async fn metadata(State(gateway): State<Arc<Gateway>>, headers: HeaderMap) -
         }
     }
     let mut document = json!({
-        "resource": resource_url(&gateway, &headers),
+        "resource": resource_url(gateway, headers),
         "scopes_supported": scopes,
         "bearer_methods_supported": ["header"],
         "resource_name": "sezzlee MCP gateway",

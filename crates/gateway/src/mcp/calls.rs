@@ -2,9 +2,9 @@
 //! and the refusal of a protocol version the endpoint does not speak.
 //! Shared here so neither era's module reaches into the other.
 
-use super::jsonrpc::{INVALID_PARAMS, RpcError, UNSUPPORTED_PROTOCOL_VERSION};
 use super::{ToolResult, call_tool_result};
 use crate::gateway::Gateway;
+use crate::jsonrpc::{INVALID_PARAMS, RpcError, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::tools::{self, ToolName};
 use crate::visibility::Caller;
 use axum::http::StatusCode;

@@ -1,14 +1,14 @@
 //! The HTTP handlers: `POST /mcp` (both eras), 405 for GET/DELETE, Origin
-//! checks, and the health endpoints (routed by [`crate::router`], which
+//! checks, and the health endpoints (routed by `router.rs`, which
 //! also applies the body size limit).
 //!
 //! Handlers are small: they check what HTTP must check, parse the JSON-RPC
 //! message, pick the era and hand over to [`super::modern`] or
 //! [`super::legacy`].
 
-use super::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RpcError, parse_message};
 use super::{Reply, ToolResult, legacy, modern};
 use crate::gateway::Gateway;
+use crate::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RpcError, parse_message};
 use crate::reply::json_response;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
@@ -95,11 +95,11 @@ async fn serve_message(
     gateway: Arc<Gateway>,
     peer: SocketAddr,
     headers: HeaderMap,
-    message: super::jsonrpc::Incoming,
+    message: crate::jsonrpc::Incoming,
 ) -> Response {
     let mut caller = gateway.auth.caller(&headers).await;
     if let Some(refusal) = gateway.auth.refusal(&caller, &headers) {
-        return crate::auth::resource::challenge(&gateway, &headers, refusal);
+        return crate::auth::resource::challenge(&gateway.resource(), &headers, refusal);
     }
     caller.address = Some(peer.ip());
     caller.headers = headers.clone();

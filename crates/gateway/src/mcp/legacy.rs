@@ -6,9 +6,9 @@
 //! (only a 2026-07-28 `subscriptions/listen` stream hears of changes).
 
 use super::headers;
-use super::jsonrpc::{INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError, result_body};
 use super::{LEGACY_VERSIONS, Reply, results, server_info};
 use crate::gateway::Gateway;
+use crate::jsonrpc::{INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError, result_body};
 use crate::tools;
 use crate::visibility::Caller;
 use axum::http::{HeaderMap, StatusCode};

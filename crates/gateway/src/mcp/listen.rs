@@ -7,8 +7,8 @@
 //! releases its slot; on shutdown each stream sends the graceful-closure
 //! result before it ends.
 
-use super::jsonrpc::{INVALID_PARAMS, RpcError};
 use crate::gateway::Gateway;
+use crate::jsonrpc::{INVALID_PARAMS, RpcError};
 use crate::streams::Slot;
 use crate::tools::GENERATION_KEY;
 use crate::visibility::Caller;

@@ -9,7 +9,6 @@
 pub mod calls;
 pub mod headers;
 pub mod http;
-pub mod jsonrpc;
 pub mod legacy;
 pub mod listen;
 pub mod modern;

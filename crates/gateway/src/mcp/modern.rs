@@ -5,11 +5,11 @@
 //! `resultType` and the server's identity. No handshake, no session.
 
 use super::headers::{self, decode_sentinel};
-use super::jsonrpc::{
-    HEADER_MISMATCH, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError, result_body,
-};
 use super::{MODERN_VERSION, Reply, results, server_info};
 use crate::gateway::Gateway;
+use crate::jsonrpc::{
+    HEADER_MISMATCH, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError, result_body,
+};
 use crate::tools;
 use crate::visibility::Caller;
 use axum::http::{HeaderMap, StatusCode};

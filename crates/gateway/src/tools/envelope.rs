@@ -7,6 +7,8 @@
 use serde_json::{Map, Value, json};
 use sezzlee_json::{JsonLiteral, kind_of};
 
+pub use crate::failure_code::Code;
+
 /// A tool's answer before the protocol layer wraps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolAnswer {
@@ -28,53 +30,6 @@ enum Body {
     /// this way from cards escaped once per catalog, and shared with the
     /// search cache, so a page is never escaped per request.
     Escaped(JsonLiteral),
-}
-
-/// Failure codes of the envelope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Code {
-    InvalidType,
-    InvalidArguments,
-    UnknownTool,
-    ToolChanged,
-    ResponseTooLarge,
-    BackendStatus,
-    BackendUnavailable,
-    BackendTimeout,
-    /// No credential could be had for the backend (`backend.auth`).
-    BackendCredentials,
-    InternalError,
-}
-
-impl Code {
-    /// Every code, in a fixed order (metrics count by it).
-    pub const ALL: [Code; 10] = [
-        Code::InvalidType,
-        Code::InvalidArguments,
-        Code::UnknownTool,
-        Code::ToolChanged,
-        Code::ResponseTooLarge,
-        Code::BackendStatus,
-        Code::BackendUnavailable,
-        Code::BackendTimeout,
-        Code::BackendCredentials,
-        Code::InternalError,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Code::InvalidType => "invalid_type",
-            Code::InvalidArguments => "invalid_arguments",
-            Code::UnknownTool => "unknown_tool",
-            Code::ToolChanged => "tool_changed",
-            Code::ResponseTooLarge => "response_too_large",
-            Code::BackendStatus => "backend_status",
-            Code::BackendUnavailable => "backend_unavailable",
-            Code::BackendTimeout => "backend_timeout",
-            Code::BackendCredentials => "backend_credentials",
-            Code::InternalError => "internal_error",
-        }
-    }
 }
 
 impl ToolAnswer {

@@ -43,9 +43,8 @@ use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Default capacity: 8 MiB of answers (about 1,200 pages of 20 cards) and
-/// 8 MiB of keyword effects (about 140 common words on an 11k-tool catalog).
-pub const DEFAULT_BYTES: usize = 16 * 1024 * 1024;
+/// Default capacity ([`crate::settings::DEFAULT_SEARCH_CACHE_BYTES`]).
+pub const DEFAULT_BYTES: usize = crate::settings::DEFAULT_SEARCH_CACHE_BYTES;
 
 /// Assumed size of one keyword effect when sizing its table.
 const TYPICAL_EFFECT_BYTES: usize = 32 * 1024;
