@@ -7,12 +7,12 @@
 //! in its sentence, and on agents' requests it finds the right operation
 //! far more often (`tests/data/README.md`). It is written here, on its
 //! own matrix products (`product`), rather than run by a general runtime:
-//! measured on the 2-core target, candle took 14.5 ms for a ten-word query
-//! (overhead per operation dominates at that size) and tract could not
-//! load the int8 ONNX export, while this forward pass — the BERT encoder
-//! and nothing else: embeddings, self-attention, feed-forward, layer
-//! norms, mean pooling — reads the model's own safetensors weights and
-//! answers a query in a few milliseconds on one core. A text is encoded
+//! on a short query a general runtime's overhead per operation dominates
+//! (candle), or it could not load the model (tract, on the int8 ONNX
+//! export), while this forward pass — the BERT encoder and nothing else:
+//! embeddings, self-attention, feed-forward, layer norms, mean pooling —
+//! reads the model's own safetensors weights and answers a query in a few
+//! milliseconds (the figures: `benches/README.md`, `sentence_search`). A text is encoded
 //! alone (no padding, so no mask); a batch runs its texts on rayon's
 //! threads, and a query its products' halves on two of them.
 

@@ -10,9 +10,8 @@
 use std::collections::HashMap;
 
 /// Rank offset of the fusion: small, so the first places of each list
-/// weigh clearly more than the tenth (chosen on the tuning task sets: with
-/// the encoder, 5, 10 and 20 within half a point of recall@5, 60 two to
-/// three points lower).
+/// weigh clearly more than the tenth (chosen on the tuning task sets; the
+/// figures: `tests/data/README.md`, "Tuning record").
 const K: f32 = 10.0;
 
 /// How deep each ranking is read before fusing.

@@ -172,9 +172,8 @@ fn meaning_weight(words: &[String], contextual: bool) -> f32 {
 
 /// How much an encoder's ranking weighs against the keywords' at full
 /// strength (from four content words). Chosen on the tuning tasks
-/// (tests/data/agent-tasks-tune*.tsv; 34 APIs, 6,858 tools): recall@5
-/// merged / per document 0.518 / 0.732 at 1, 0.555 / 0.746 at 2, 0.548 /
-/// 0.736 at 3.
+/// (tests/data/agent-tasks-tune*.tsv; the figures: `tests/data/README.md`,
+/// "Tuning record").
 const ENCODER_WEIGHT: f32 = 2.0;
 
 #[cfg(test)]

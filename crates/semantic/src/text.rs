@@ -6,11 +6,10 @@
 //! (`searchTerms`, `x-sezzlee-search-terms`, tags) come right after the
 //! name: the operator put them there to be found. The description is cut
 //! to its first [`DESCRIPTION_WORDS`] words and the route and argument
-//! names are left out: measured on the tuning tasks (tests/data), the
-//! meaning ranking found as much with them (recall@5 0.512 merged, 0.699
-//! per document, against 0.522 and 0.709 without), and a shorter text is
-//! embedded nearly twice as fast (79 against 44 texts a second on two
-//! cores). Markdown and links are reduced to their words.
+//! names are left out: on the tuning tasks the meaning ranking found no
+//! more with them, and a shorter text is embedded nearly twice as fast
+//! (the figures: `tests/data/README.md`, "Tuning record"). Markdown and
+//! links are reduced to their words.
 
 use sezzlee_catalog::Tool;
 

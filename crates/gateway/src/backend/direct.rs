@@ -5,8 +5,8 @@
 //! Why not reqwest for these: measured in `benches/http_load.rs` ((j)
 //! against (l)), reqwest's own layers around that same client (URL
 //! parsing with IDNA, its redirect and retry services, per-request proxy
-//! matching) cost a bare proxy hop about 25 µs of CPU per request, half
-//! again what the hop costs without them. reqwest stays for the calls it
+//! matching) cost a bare proxy hop half again the CPU it costs without
+//! them (the figures: `benches/README.md`, `http_load`). reqwest stays for the calls it
 //! does better (`super::Client::send` routes them): multipart bodies,
 //! whose encoding it owns, calls an egress proxy named in the environment
 //! intercepts, which it tunnels, and URLs with user information (sent as
