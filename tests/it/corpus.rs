@@ -78,9 +78,32 @@ impl Corpus {
         found
     }
 
-    /// Reports a check that did not run, on the test's output.
+    /// Reports a check that did not run ([`skipped`]).
     pub fn skip(&self, check: &str, why: &str) {
-        eprintln!("SKIPPED: {check}: {why} (corpus {})", self.origin);
+        skipped(check, &format!("{why} (corpus {})", self.origin));
+    }
+}
+
+/// Reports a check that cannot run here, loudly: on the process's standard
+/// error itself (the test harness captures only the print macros, so the
+/// line shows even when the test passes), and, under CI (`CI` set), as a
+/// failure, unless `SEZZLEE_ALLOW_SKIPS` (comma-separated) names the check:
+/// CI says so when it leaves a tool out on purpose. A skipped check is
+/// never counted as passed where nobody reads its output. (Here rather
+/// than in `support`: the benches include this file alone.)
+pub fn skipped(check: &str, why: &str) {
+    use std::io::Write;
+    let line = format!("SKIPPED {check}: {why}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if std::env::var_os("CI").is_none() {
+        return;
+    }
+    let allowed = std::env::var("SEZZLEE_ALLOW_SKIPS").unwrap_or_default();
+    if !allowed.split(',').any(|name| name.trim() == check) {
+        panic!(
+            "{check} was skipped under CI ({why}): install what it needs, or name it in \
+             SEZZLEE_ALLOW_SKIPS"
+        );
     }
 }
 

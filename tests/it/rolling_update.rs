@@ -855,10 +855,10 @@ struct Termination {
 #[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn replicas_behind_nginx_survive_a_rolling_catalog_update() {
     let Some(nginx_binary) = nginx_binary() else {
-        eprintln!(
-            "SKIPPED replicas_behind_nginx_survive_a_rolling_catalog_update: no nginx here \
-             (apt-get install -y nginx-light, or name the binary in SEZZLEE_TEST_NGINX, which \
-             then must run)"
+        crate::corpus::skipped(
+            "replicas_behind_nginx_survive_a_rolling_catalog_update",
+            "no nginx here (apt-get install -y nginx-light, or name the binary in \
+             SEZZLEE_TEST_NGINX, which then must run)",
         );
         return;
     };

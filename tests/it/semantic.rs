@@ -422,9 +422,9 @@ fn real_model() -> Option<PathBuf> {
 #[test]
 fn real_model_ranks_sentences_better_and_keeps_keyword_floors() {
     let Some(folder) = real_model() else {
-        eprintln!(
-            "SKIPPED real_model_ranks_sentences_better_and_keeps_keyword_floors: \
-             SEZZLEE_TEST_SEARCH_MODEL is not set (scripts/fetch-search-model.sh)"
+        crate::corpus::skipped(
+            "real_model_ranks_sentences_better_and_keeps_keyword_floors",
+            "SEZZLEE_TEST_SEARCH_MODEL is not set (scripts/fetch-search-model.sh)",
         );
         return;
     };
