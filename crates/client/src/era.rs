@@ -7,7 +7,7 @@
 //! the server mints one, is carried on every request and ended with DELETE.
 
 use super::ClientError;
-use super::rpc::{self, LEGACY_VERSIONS, MODERN_ERRORS, MODERN_VERSION, UNSUPPORTED_VERSION};
+use super::rpc::{self, HANDSHAKE_VERSIONS, MODERN_ERRORS, STATELESS_VERSION, UNSUPPORTED_VERSION};
 use super::transport::{Answer, SESSION_HEADER, Transport, preview};
 use serde_json::{Map, Value};
 use sezzlee_json::strings;
@@ -135,11 +135,11 @@ pub async fn negotiate(
 ) -> Result<Negotiated, ClientError> {
     let url = transport.url();
     match choice {
-        EraChoice::Legacy => initialize(transport, LEGACY_VERSIONS[0], &id).await,
+        EraChoice::Legacy => initialize(transport, HANDSHAKE_VERSIONS[0], &id).await,
         EraChoice::Modern => match probe(transport, &id).await? {
             Probe::Modern(server) => Ok(modern(server, false)),
             Probe::Legacy { why, .. } => Err(ClientError::Unsupported(format!(
-                "the server does not speak {MODERN_VERSION}: {why}"
+                "the server does not speak {STATELESS_VERSION}: {why}"
             ))),
         },
         EraChoice::Auto => {
@@ -183,7 +183,7 @@ pub async fn negotiate(
 fn modern(server: Value, remembered: bool) -> Negotiated {
     Negotiated {
         era: Era::Modern,
-        protocol_version: MODERN_VERSION.to_string(),
+        protocol_version: STATELESS_VERSION.to_string(),
         session_id: None,
         server,
         remembered,
@@ -203,14 +203,14 @@ async fn probe(transport: &Transport, id: &impl Fn() -> Value) -> Result<Probe, 
     let id = id();
     let body = rpc::modern_body(&id, "server/discover", Map::new());
     let headers = rpc::modern_headers("server/discover", &Map::new());
-    let newest = LEGACY_VERSIONS[0];
+    let newest = HANDSHAKE_VERSIONS[0];
     match transport.send(&body, &headers, Some(&id)).await? {
         Answer::Message {
             status, message, ..
         } => {
             if let Some(result) = message.get("result") {
                 let supported = strings(result.get("supportedVersions"));
-                if supported.is_empty() || supported.iter().any(|v| v == MODERN_VERSION) {
+                if supported.is_empty() || supported.iter().any(|v| v == STATELESS_VERSION) {
                     return Ok(Probe::Modern(result.clone()));
                 }
                 return match newest_legacy(&supported) {
@@ -260,16 +260,16 @@ async fn probe(transport: &Transport, id: &impl Fn() -> Value) -> Result<Probe, 
 }
 
 fn newest_legacy(supported: &[String]) -> Option<&'static str> {
-    LEGACY_VERSIONS
+    HANDSHAKE_VERSIONS
         .into_iter()
         .find(|version| supported.iter().any(|s| s == version))
 }
 
 fn no_common_version(supported: &[String]) -> ClientError {
     ClientError::Unsupported(format!(
-        "no protocol version in common: the server speaks {}, this client {MODERN_VERSION} and {}",
+        "no protocol version in common: the server speaks {}, this client {STATELESS_VERSION} and {}",
         supported.join(", "),
-        LEGACY_VERSIONS.join(", ")
+        HANDSHAKE_VERSIONS.join(", ")
     ))
 }
 
@@ -314,10 +314,10 @@ pub async fn initialize(
         .ok_or_else(|| {
             ClientError::Malformed("the initialize result has no protocolVersion".to_string())
         })?;
-    if !LEGACY_VERSIONS.contains(&chosen) {
+    if !HANDSHAKE_VERSIONS.contains(&chosen) {
         return Err(ClientError::Unsupported(format!(
             "the server answered initialize with protocol version {chosen}; this client speaks {}",
-            LEGACY_VERSIONS.join(", ")
+            HANDSHAKE_VERSIONS.join(", ")
         )));
     }
     let negotiated = Negotiated {

@@ -362,7 +362,7 @@ impl Client {
     /// other versions are found. Newest first; empty when none is spoken.
     pub async fn legacy_versions(&self) -> Vec<String> {
         let mut spoken = Vec::new();
-        for version in rpc::LEGACY_VERSIONS {
+        for version in rpc::HANDSHAKE_VERSIONS {
             let Ok(negotiated) =
                 era::initialize(&self.transport, version, &|| self.next_id()).await
             else {

@@ -78,7 +78,7 @@ impl Client {
         if negotiated.era != Era::Modern {
             return Err(ClientError::Unsupported(format!(
                 "subscriptions/listen needs protocol {}; this server speaks {}",
-                rpc::MODERN_VERSION,
+                rpc::STATELESS_VERSION,
                 negotiated.protocol_version
             )));
         }

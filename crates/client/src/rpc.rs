@@ -10,9 +10,9 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 
 /// The stateless revision this client speaks.
-pub const MODERN_VERSION: &str = "2026-07-28";
+pub const STATELESS_VERSION: &str = "2026-07-28";
 /// The `initialize`-era revisions this client speaks, newest first.
-pub const LEGACY_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 
 pub const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
@@ -53,7 +53,7 @@ pub fn modern_body(id: &Value, method: &str, params: Map<String, Value>) -> Valu
         *meta = Value::Object(Map::new());
     }
     if let Value::Object(meta) = meta {
-        meta.insert(VERSION_KEY.to_string(), json!(MODERN_VERSION));
+        meta.insert(VERSION_KEY.to_string(), json!(STATELESS_VERSION));
         meta.insert(CLIENT_INFO_KEY.to_string(), client_info());
         meta.entry(CAPABILITIES_KEY.to_string())
             .or_insert_with(|| json!({}));
@@ -89,7 +89,7 @@ pub fn modern_headers(method: &str, params: &Map<String, Value>) -> Vec<(String,
     let mut headers = vec![
         (
             "MCP-Protocol-Version".to_string(),
-            MODERN_VERSION.to_string(),
+            STATELESS_VERSION.to_string(),
         ),
         ("Mcp-Method".to_string(), method.to_string()),
     ];
@@ -318,7 +318,7 @@ mod tests {
         let mut params = Map::new();
         params.insert("name".to_string(), json!("café"));
         let body = modern_body(&json!(7), "tools/call", params.clone());
-        assert_eq!(body["params"]["_meta"][VERSION_KEY], MODERN_VERSION);
+        assert_eq!(body["params"]["_meta"][VERSION_KEY], STATELESS_VERSION);
         assert!(body["params"]["_meta"][CAPABILITIES_KEY].is_object());
         assert_eq!(
             body["params"]["_meta"][CLIENT_INFO_KEY]["name"],

@@ -305,7 +305,7 @@ impl Authenticator {
                             }
                             let scopes = scopes_of(&claims);
                             caller.scopes.extend(scopes.iter().cloned());
-                            caller.roles.extend(strings(claims.get("roles")));
+                            caller.roles.extend(claim_strings(claims.get("roles")));
                             caller.jwt_scopes = Some(scopes);
                             caller.token_for_gateway =
                                 self.jwt.as_ref().is_some_and(|jwt| jwt.audience.is_some());
@@ -634,14 +634,17 @@ fn scopes_of(claims: &Value) -> Vec<String> {
     for key in ["scope", "scp"] {
         match claims.get(key) {
             Some(Value::String(text)) => scopes.extend(text.split_whitespace().map(str::to_string)),
-            Some(Value::Array(_)) => scopes.extend(strings(claims.get(key))),
+            Some(Value::Array(_)) => scopes.extend(claim_strings(claims.get(key))),
             _ => {}
         }
     }
     scopes
 }
 
-fn strings(value: Option<&Value>) -> Vec<String> {
+/// A claim that is one string or an array of strings (`roles: "staff"` or
+/// `roles: ["staff", "ops"]`), as its strings; unlike
+/// `sezzlee_json::strings`, a lone string counts.
+fn claim_strings(value: Option<&Value>) -> Vec<String> {
     match value {
         Some(Value::Array(items)) => items
             .iter()

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 /// `-32022` listing what this server speaks.
 /// `supported` lists what the client may retry with on the same wire: the
-/// per-request wire serves only [`MODERN_VERSION`] (legacy versions are
+/// per-request wire serves only [`STATELESS_VERSION`] (legacy versions are
 /// reached through `initialize`, and listing them here would make a client
 /// retry in a loop).
 pub fn unsupported_version(requested: &str, supported: &[&str]) -> RpcError {

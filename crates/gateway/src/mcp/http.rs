@@ -3,10 +3,10 @@
 //! also applies the body size limit).
 //!
 //! Handlers are small: they check what HTTP must check, parse the JSON-RPC
-//! message, pick the era and hand over to [`super::modern`] or
-//! [`super::legacy`].
+//! message, pick the era and hand over to [`super::stateless`] or
+//! [`super::handshake`].
 
-use super::{Reply, ToolResult, legacy, modern};
+use super::{Reply, ToolResult, handshake, stateless};
 use crate::gateway::Gateway;
 use crate::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RpcError, parse_message};
 use crate::reply::json_response;
@@ -104,10 +104,10 @@ async fn serve_message(
     caller.address = Some(peer.ip());
     caller.headers = headers.clone();
     let id = message.id.clone();
-    let served = if is_modern(&headers, &message.params) {
-        modern::serve(&gateway, &headers, message, caller).await
+    let served = if is_stateless_era(&headers, &message.params) {
+        stateless::serve(&gateway, &headers, message, caller).await
     } else {
-        legacy::serve(&gateway, &headers, message, caller).await
+        handshake::serve(&gateway, &headers, message, caller).await
     };
     let reply = served.unwrap_or_else(|err| Reply::Json(err.status, err.body(id.as_ref())));
     match reply {
@@ -121,17 +121,17 @@ async fn serve_message(
 /// Modern when the body carries the per-request version, or when the
 /// header names a version that is not one of the legacy ones (a modern
 /// client that forgot `_meta` learns what is missing).
-fn is_modern(headers: &HeaderMap, params: &Value) -> bool {
+fn is_stateless_era(headers: &HeaderMap, params: &Value) -> bool {
     if params
         .get("_meta")
-        .and_then(|meta| meta.get(modern::VERSION_KEY))
+        .and_then(|meta| meta.get(stateless::VERSION_KEY))
         .is_some()
     {
         return true;
     }
     matches!(
         super::headers::value(headers, super::headers::PROTOCOL_VERSION),
-        Ok(Some(version)) if version == super::MODERN_VERSION
+        Ok(Some(version)) if version == super::STATELESS_VERSION
     )
 }
 

@@ -1,18 +1,18 @@
 //! MCP over Streamable HTTP: both protocol eras on one stateless endpoint.
 //!
 //! A request carrying `io.modelcontextprotocol/protocolVersion` in
-//! `params._meta` is served per revision 2026-07-28 ([`modern`]); anything
-//! else is served per the `initialize`-era revisions ([`legacy`]), each
+//! `params._meta` is served per revision 2026-07-28 ([`stateless`]); anything
+//! else is served per the `initialize`-era revisions ([`handshake`]), each
 //! request on its own. This module knows nothing about OpenAPI: it turns
 //! requests into calls of the three tools and answers into messages.
 
 pub mod calls;
+pub mod handshake;
 pub mod headers;
 pub mod http;
-pub mod legacy;
 pub mod listen;
-pub mod modern;
 pub mod results;
+pub mod stateless;
 
 use crate::tools::ToolAnswer;
 use axum::http::StatusCode;
@@ -20,14 +20,14 @@ use serde_json::{Map, Value, json};
 use sezzlee_json::JsonLiteral;
 
 /// The stateless revision.
-pub const MODERN_VERSION: &str = "2026-07-28";
+pub const STATELESS_VERSION: &str = "2026-07-28";
 /// The `initialize`-era revisions served, newest first.
-pub const LEGACY_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 
 /// Every version the endpoint speaks, newest first.
 pub fn supported_versions() -> Vec<&'static str> {
-    std::iter::once(MODERN_VERSION)
-        .chain(LEGACY_VERSIONS)
+    std::iter::once(STATELESS_VERSION)
+        .chain(HANDSHAKE_VERSIONS)
         .collect()
 }
 

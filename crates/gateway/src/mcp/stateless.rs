@@ -5,7 +5,7 @@
 //! `resultType` and the server's identity. No handshake, no session.
 
 use super::headers::{self, decode_sentinel};
-use super::{MODERN_VERSION, Reply, results, server_info};
+use super::{Reply, STATELESS_VERSION, results, server_info};
 use crate::gateway::Gateway;
 use crate::jsonrpc::{
     HEADER_MISMATCH, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError, result_body,
@@ -72,7 +72,7 @@ pub async fn serve(
                 StatusCode::NOT_FOUND,
                 METHOD_NOT_FOUND,
                 format!(
-                    "Method not found: {method} was removed in protocol revision {MODERN_VERSION}"
+                    "Method not found: {method} was removed in protocol revision {STATELESS_VERSION}"
                 ),
             ));
         }
@@ -110,10 +110,10 @@ fn check_version<'m>(meta: &'m Value, headers: &HeaderMap) -> Result<&'m str, Rp
             "MCP-Protocol-Version header value '{header}' does not match body value '{requested}'"
         )));
     }
-    if requested != MODERN_VERSION {
+    if requested != STATELESS_VERSION {
         return Err(super::calls::unsupported_version(
             requested,
-            &[MODERN_VERSION],
+            &[STATELESS_VERSION],
         ));
     }
     Ok(requested)
@@ -212,7 +212,7 @@ fn completion(meta: Option<Value>) -> [(&'static str, Value); 2] {
 
 fn discover() -> Map<String, Value> {
     results::members(&results::DiscoverResult {
-        supported_versions: [MODERN_VERSION],
+        supported_versions: [STATELESS_VERSION],
         capabilities: results::Capabilities::tools(true),
         instructions: tools::INSTRUCTIONS,
         ttl_ms: DISCOVER_TTL_MS,

@@ -6,7 +6,7 @@
 //! (only a 2026-07-28 `subscriptions/listen` stream hears of changes).
 
 use super::headers;
-use super::{LEGACY_VERSIONS, Reply, results, server_info};
+use super::{HANDSHAKE_VERSIONS, Reply, results, server_info};
 use crate::gateway::Gateway;
 use crate::jsonrpc::{INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError, result_body};
 use crate::tools;
@@ -26,7 +26,7 @@ pub async fn serve(
     // after initialize; one we do not speak is refused (2025-03-26 clients
     // send none).
     if let Ok(Some(version)) = headers::value(headers, headers::PROTOCOL_VERSION)
-        && !LEGACY_VERSIONS.contains(&version)
+        && !HANDSHAKE_VERSIONS.contains(&version)
     {
         return Err(super::calls::unsupported_version(
             version,
@@ -72,10 +72,10 @@ fn initialize(params: &Value) -> Result<Map<String, Value>, RpcError> {
                 "Invalid params: initialize needs params.protocolVersion (a string)",
             )
         })?;
-    let version = LEGACY_VERSIONS
+    let version = HANDSHAKE_VERSIONS
         .into_iter()
         .find(|known| *known == requested)
-        .unwrap_or(LEGACY_VERSIONS[0]);
+        .unwrap_or(HANDSHAKE_VERSIONS[0]);
     Ok(results::members(&results::InitializeResult {
         protocol_version: version,
         capabilities: results::Capabilities::tools(false),
