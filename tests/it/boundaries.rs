@@ -77,6 +77,18 @@ fn the_client_crate_has_no_command_line_and_no_other_crate_of_ours() {
 }
 
 #[test]
+fn the_protocol_crate_depends_on_nothing() {
+    // The edge both the gateway and the client speak: a leaf either can
+    // read without pulling in the other's world.
+    let tree = dependency_tree("sezzlee-protocol");
+    assert_eq!(
+        tree.into_iter().collect::<Vec<_>>(),
+        ["sezzlee-protocol"],
+        "sezzlee-protocol has dependencies"
+    );
+}
+
+#[test]
 fn the_gateway_crate_has_no_command_line_and_no_client() {
     assert_none_of("sezzlee-gateway", &["clap", "sezzlee-client"]);
 }

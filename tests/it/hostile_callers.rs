@@ -33,7 +33,9 @@ use crate::support::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
-use sezzlee_gateway::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, parse_message};
+use sezzlee_gateway::jsonrpc::{
+    ErrorCode, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, parse_message,
+};
 use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------ the runner
@@ -151,7 +153,7 @@ impl Served {
 
 /// What the decoder must answer for a parsed JSON value: `Ok` for a
 /// request or notification, else the error code and the id it echoes.
-fn model(value: &Value) -> Result<(), (i64, Option<Value>)> {
+fn model(value: &Value) -> Result<(), (ErrorCode, Option<Value>)> {
     let Value::Object(map) = value else {
         return Err((INVALID_REQUEST, None));
     };
@@ -334,7 +336,7 @@ fn the_decoder_answers_every_json_value_as_the_model_says() {
 /// What a body must be answered with, from the model: the HTTP status,
 /// the error code and id when it is an error (`None` for a request, whose
 /// answer depends on its method).
-fn expected_answer(body: &[u8]) -> Option<(u16, i64, Option<Value>)> {
+fn expected_answer(body: &[u8]) -> Option<(u16, ErrorCode, Option<Value>)> {
     let value: Value = match serde_json::from_slice(body) {
         Ok(value) => value,
         Err(_) => return Some((400, PARSE_ERROR, None)),
@@ -363,7 +365,7 @@ fn check_answer(body: &[u8], status: u16, text: &str) -> Result<(), TestCaseErro
             prop_assert_eq!(status, want_status, "for {:?}: {}", shown, text);
             prop_assert_eq!(
                 &answer["error"]["code"],
-                &json!(code),
+                &json!(code.value()),
                 "for {:?}: {}",
                 shown,
                 text
@@ -503,7 +505,7 @@ fn nesting_past_the_parser_limit_is_a_parse_error_not_a_crash() {
     let (status, text) = search(128 - 3);
     assert_eq!(status, 400, "129 levels are refused: {text}");
     let answer: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(answer["error"]["code"], PARSE_ERROR, "{text}");
+    assert_eq!(answer["error"]["code"], PARSE_ERROR.value(), "{text}");
     assert!(
         answer["error"]["message"]
             .as_str()
@@ -522,7 +524,7 @@ fn nesting_past_the_parser_limit_is_a_parse_error_not_a_crash() {
         assert_eq!(status, 400, "{text}");
         assert_eq!(
             serde_json::from_str::<Value>(&text).unwrap()["error"]["code"],
-            PARSE_ERROR
+            PARSE_ERROR.value()
         );
         assert!(started.elapsed() < Duration::from_secs(5));
     }
@@ -667,7 +669,7 @@ fn invoke_tool_validates_any_arguments_precisely() {
             Err(_) => {
                 prop_assert_eq!(status, 400, "{}: {}", shown, answer);
                 let answer: Value = serde_json::from_str(&answer).unwrap();
-                prop_assert_eq!(&answer["error"]["code"], &json!(PARSE_ERROR));
+                prop_assert_eq!(&answer["error"]["code"], &json!(PARSE_ERROR.value()));
                 return Ok(());
             }
         };

@@ -7,7 +7,7 @@
 //! the server mints one, is carried on every request and ended with DELETE.
 
 use super::ClientError;
-use super::rpc::{self, HANDSHAKE_VERSIONS, MODERN_ERRORS, STATELESS_VERSION, UNSUPPORTED_VERSION};
+use super::rpc::{self, ErrorCode, HANDSHAKE_VERSIONS, STATELESS_VERSION, UNSUPPORTED_VERSION};
 use super::transport::{Answer, SESSION_HEADER, Transport, preview};
 use serde_json::{Map, Value};
 use sezzlee_json::strings;
@@ -234,7 +234,7 @@ async fn probe(transport: &Transport, id: &impl Fn() -> Value) -> Result<Probe, 
                     None => Err(ClientError::Rpc(error)),
                 };
             }
-            if MODERN_ERRORS.contains(&error.code) || status >= 500 {
+            if ErrorCode::STATELESS_ERRORS.contains(&ErrorCode(error.code)) || status >= 500 {
                 return Err(ClientError::Rpc(error));
             }
             Ok(Probe::Legacy {

@@ -9,23 +9,17 @@
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
-/// The stateless revision this client speaks.
-pub const STATELESS_VERSION: &str = "2026-07-28";
-/// The `initialize`-era revisions this client speaks, newest first.
-pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+// The revisions this client speaks and the `_meta` keys, as the gateway
+// serves them (one definition: `sezzlee-protocol`).
+pub use sezzlee_protocol::meta::{
+    CAPABILITIES_KEY, CLIENT_INFO_KEY, SERVER_INFO_KEY, SUBSCRIPTION_KEY, VERSION_KEY,
+};
+pub use sezzlee_protocol::{ErrorCode, HANDSHAKE_VERSIONS, STATELESS_VERSION};
 
-pub const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
-pub const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-pub const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// Modern errors a 2026-07-28 server answers with (their presence in a
-/// `4xx` body identifies a modern server).
-pub const HEADER_MISMATCH: i64 = -32020;
-pub const MISSING_CAPABILITY: i64 = -32021;
-pub const UNSUPPORTED_VERSION: i64 = -32022;
-pub const MODERN_ERRORS: [i64; 3] = [HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION];
+/// Errors only a 2026-07-28 server answers with (their presence in a
+/// `4xx` body identifies one).
+pub const HEADER_MISMATCH: ErrorCode = ErrorCode::HEADER_MISMATCH;
+pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode::UNSUPPORTED_PROTOCOL_VERSION;
 
 /// Methods whose `Mcp-Name` header mirrors `params.name` (`uri` for
 /// `resources/read`).

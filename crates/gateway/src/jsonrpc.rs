@@ -7,25 +7,27 @@
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
-pub const PARSE_ERROR: i64 = -32700;
-pub const INVALID_REQUEST: i64 = -32600;
-pub const METHOD_NOT_FOUND: i64 = -32601;
-pub const INVALID_PARAMS: i64 = -32602;
-pub const INTERNAL_ERROR: i64 = -32603;
-pub const HEADER_MISMATCH: i64 = -32020;
-pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+pub use sezzlee_protocol::ErrorCode;
+
+pub const PARSE_ERROR: ErrorCode = ErrorCode::PARSE_ERROR;
+pub const INVALID_REQUEST: ErrorCode = ErrorCode::INVALID_REQUEST;
+pub const METHOD_NOT_FOUND: ErrorCode = ErrorCode::METHOD_NOT_FOUND;
+pub const INVALID_PARAMS: ErrorCode = ErrorCode::INVALID_PARAMS;
+pub const INTERNAL_ERROR: ErrorCode = ErrorCode::INTERNAL_ERROR;
+pub const HEADER_MISMATCH: ErrorCode = ErrorCode::HEADER_MISMATCH;
+pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode::UNSUPPORTED_PROTOCOL_VERSION;
 
 /// A JSON-RPC error together with the HTTP status it travels with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {
     pub status: StatusCode,
-    pub code: i64,
+    pub code: ErrorCode,
     pub message: String,
     pub data: Option<Box<Value>>,
 }
 
 impl RpcError {
-    pub fn new(status: StatusCode, code: i64, message: impl Into<String>) -> RpcError {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> RpcError {
         RpcError {
             status,
             code,
@@ -42,7 +44,7 @@ impl RpcError {
     /// The response body; `id` is left out when it could not be read.
     pub fn body(&self, id: Option<&Value>) -> Value {
         let mut error = Map::new();
-        error.insert("code".to_string(), json!(self.code));
+        error.insert("code".to_string(), json!(self.code.value()));
         error.insert("message".to_string(), json!(self.message));
         if let Some(data) = &self.data {
             error.insert("data".to_string(), (**data).clone());

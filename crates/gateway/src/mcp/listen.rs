@@ -8,7 +8,7 @@
 //! result before it ends.
 
 use crate::gateway::Gateway;
-use crate::jsonrpc::{INVALID_PARAMS, RpcError};
+use crate::jsonrpc::{ErrorCode, INVALID_PARAMS, RpcError};
 use crate::streams::Slot;
 use crate::tools::GENERATION_KEY;
 use crate::visibility::Caller;
@@ -19,10 +19,10 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::sync::watch;
 
-pub const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+pub use sezzlee_protocol::meta::SUBSCRIPTION_KEY;
 /// Application error code (outside the JSON-RPC reserved range) for a
 /// listen request refused because too many streams are open.
-pub const TOO_MANY_STREAMS: i64 = -31001;
+pub const TOO_MANY_STREAMS: ErrorCode = ErrorCode(-31001);
 
 /// An accepted subscription, ready to become an SSE body.
 pub struct Subscription {

@@ -19,16 +19,11 @@ use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 use sezzlee_json::JsonLiteral;
 
-/// The stateless revision.
-pub const STATELESS_VERSION: &str = "2026-07-28";
-/// The `initialize`-era revisions served, newest first.
-pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+pub use sezzlee_protocol::{HANDSHAKE_VERSIONS, STATELESS_VERSION};
 
 /// Every version the endpoint speaks, newest first.
 pub fn supported_versions() -> Vec<&'static str> {
-    std::iter::once(STATELESS_VERSION)
-        .chain(HANDSHAKE_VERSIONS)
-        .collect()
+    sezzlee_protocol::all_versions().collect()
 }
 
 /// `serverInfo` of this build.

@@ -15,9 +15,7 @@ use crate::visibility::Caller;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
 
-pub const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-pub const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+pub use sezzlee_protocol::meta::{CAPABILITIES_KEY, SERVER_INFO_KEY, VERSION_KEY};
 
 /// How long clients may cache `server/discover` (it changes only with a
 /// new build) and `tools/list` (three fixed definitions; only the
