@@ -8,6 +8,7 @@ use crate::auth::Authenticator;
 use crate::backend::Client;
 use crate::embedding::Embedder;
 use crate::settings::Settings;
+use crate::shutdown::Shutdown;
 use crate::store::{Served, Store};
 use crate::streams::Registry;
 use crate::tools::Prepared;
@@ -64,7 +65,7 @@ pub struct Gateway {
     /// When the gateway began loading its catalog (uptime on `/status`).
     pub started: Instant,
     /// Flips to `true` once shutdown begins.
-    pub shutdown: watch::Sender<bool>,
+    pub shutdown: Shutdown,
     /// Calls of the tools and the backends, counted and timed.
     pub metrics: crate::metrics::Metrics,
     /// Connections open now (the server counts them; at
@@ -92,7 +93,7 @@ impl Gateway {
         let started = Instant::now()
             .checked_sub(build)
             .unwrap_or_else(Instant::now);
-        let (shutdown, _) = watch::channel(false);
+        let shutdown = Shutdown::new();
         // Fail closed: with auth configured but unloadable, every caller is
         // anonymous (server::load_checked refuses to start in that case).
         let auth = Authenticator::from_settings(settings.auth.as_ref(), &settings.environment)
@@ -200,7 +201,7 @@ impl Gateway {
     /// Starts shutdown: listen streams send their closing result and end;
     /// the embedding thread writes what it holds to the cache and stops.
     pub fn begin_shutdown(&self) {
-        self.shutdown.send_replace(true);
+        self.shutdown.begin();
         if let Some(embedder) = &self.embedder {
             embedder.stop();
         }

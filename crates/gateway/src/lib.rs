@@ -25,6 +25,7 @@ pub mod router;
 pub mod server;
 pub mod serving_threads;
 pub mod settings;
+pub mod shutdown;
 pub mod status;
 pub mod store;
 pub mod streams;

@@ -546,7 +546,7 @@ async fn debounce_loop(
     debounce: Duration,
     poll: Option<Duration>,
 ) {
-    let mut shutdown = reloader.gateway.shutdown.subscribe();
+    let mut shutdown = reloader.gateway.shutdown.signal();
     loop {
         let confirm = reloader
             .confirmation_due()
@@ -566,7 +566,7 @@ async fn debounce_loop(
         };
         tokio::select! {
             _ = woken => {}
-            _ = shutdown.changed() => return,
+            () = shutdown.begun() => return,
         }
         let burst_started = Instant::now();
         loop {

@@ -161,7 +161,7 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
         "sezzlee listening on http://{address}{}",
         gateway.settings.endpoint
     );
-    gateway.auth.start(gateway.shutdown.subscribe());
+    gateway.auth.start(gateway.shutdown.signal());
     let connections = Connections::new(&gateway)?;
     tracing::info!(
         "at most {} connections at once (open-files limit {})",

@@ -220,7 +220,7 @@ impl Authenticator {
 
     /// Starts keeping the provider's keys fresh (a fetch at once), until
     /// `stop` turns true. Nothing to do without a provider.
-    pub fn start(&self, stop: tokio::sync::watch::Receiver<bool>) {
+    pub fn start(&self, stop: crate::shutdown::ShutdownSignal) {
         if let Some(provider) = self.jwt.as_ref().and_then(|jwt| jwt.provider.as_ref()) {
             provider.spawn_refresher(stop);
         }

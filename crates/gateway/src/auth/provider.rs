@@ -115,7 +115,7 @@ impl ProviderKeys {
     /// Runs the background refresh until `stop` says so: a fetch at once,
     /// then whenever one is due (a fetch for an unknown key id moves the
     /// due time, and wakes it).
-    pub fn spawn_refresher(self: &Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    pub fn spawn_refresher(self: &Arc<Self>, mut stop: crate::shutdown::ShutdownSignal) {
         let keys = Arc::clone(self);
         tokio::spawn(async move {
             loop {
@@ -127,7 +127,7 @@ impl ProviderKeys {
                 tokio::select! {
                     () = tokio::time::sleep(wait) => {}
                     () = keys.rescheduled.notified() => {}
-                    _ = stop.wait_for(|stopping| *stopping) => return,
+                    () = stop.begun() => return,
                 }
             }
         });

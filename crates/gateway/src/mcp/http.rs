@@ -195,7 +195,7 @@ pub(crate) async fn healthz() -> Response {
 }
 
 pub(crate) async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
-    if *gateway.shutdown.borrow() {
+    if gateway.shutdown.has_begun() {
         return json_response(
             StatusCode::SERVICE_UNAVAILABLE,
             &json!({"status": "shutting down"}),

@@ -9,6 +9,7 @@
 
 use crate::gateway::Gateway;
 use crate::jsonrpc::{ErrorCode, INVALID_PARAMS, RpcError};
+use crate::shutdown::ShutdownSignal;
 use crate::streams::Slot;
 use crate::tools::GENERATION_KEY;
 use crate::visibility::Caller;
@@ -29,7 +30,7 @@ pub struct Subscription {
     id: Value,
     tools_list_changed: bool,
     generations: watch::Receiver<u64>,
-    shutdown: watch::Receiver<bool>,
+    shutdown: ShutdownSignal,
     keepalive: Duration,
     slot: Slot,
 }
@@ -65,7 +66,7 @@ pub fn open(
         id,
         tools_list_changed: filter.get("toolsListChanged").and_then(Value::as_bool) == Some(true),
         generations,
-        shutdown: gateway.shutdown.subscribe(),
+        shutdown: gateway.shutdown.signal(),
         keepalive: settings.keepalive,
         slot,
     })
@@ -117,7 +118,7 @@ async fn next_chunk(state: &mut State) -> Option<Bytes> {
             })))
         }
         Phase::Listening => loop {
-            if *sub.shutdown.borrow() {
+            if sub.shutdown.has_begun() {
                 state.phase = Phase::Closed;
                 return Some(closure(&sub.id));
             }
@@ -136,7 +137,7 @@ async fn next_chunk(state: &mut State) -> Option<Bytes> {
                         })));
                     }
                 }
-                _ = sub.shutdown.changed() => {
+                () = sub.shutdown.begun() => {
                     state.phase = Phase::Closed;
                     return Some(closure(&sub.id));
                 }
