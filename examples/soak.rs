@@ -74,7 +74,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 use sezzlee_client::listen::ListenOptions;
 use sezzlee_client::{
-    Client, ClientConfig, EraChoice, EraMemory, GatewayClient, ListenEvent, LoadOutcome,
+    Client, ClientConfig, EraChoice, EraMemory, GatewayClient, ListenEvent, LoadOutcome, Search,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -241,7 +241,7 @@ async fn caller(
         round += 1;
         let (query, wanted) = QUERIES[(round % QUERIES.len() as u64) as usize];
         let started = Instant::now();
-        let searched = gateway.search(query, &[], None, false).await;
+        let searched = gateway.search(Search::new(query)).await;
         figures.tools[0].observe(1, started.elapsed());
         match searched {
             Ok(result) if !result.is_error => {

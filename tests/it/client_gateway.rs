@@ -14,7 +14,7 @@ use sezzlee_client::gateway::error_code;
 use sezzlee_client::listen::ListenOptions;
 use sezzlee_client::{
     Client, ClientConfig, ClientError, Era, EraChoice, EraMemory, GatewayClient, ListenEvent,
-    LoadOutcome,
+    LoadOutcome, Search,
 };
 use sezzlee_gateway::reload::{Outcome, Reloader};
 use std::path::Path;
@@ -494,7 +494,10 @@ async fn identity_headers_reach_the_server() {
     );
     let seen = names(
         &anonymous
-            .search("purge", &[], Some(50), false)
+            .search(Search {
+                limit: Some(50),
+                ..Search::new("purge")
+            })
             .await
             .unwrap(),
     );
@@ -507,6 +510,10 @@ async fn identity_headers_reach_the_server() {
         )
         .unwrap(),
     );
-    let seen = names(&admin.search("purge", &[], Some(50), false).await.unwrap());
+    let purge = Search {
+        limit: Some(50),
+        ..Search::new("purge")
+    };
+    let seen = names(&admin.search(purge).await.unwrap());
     assert!(seen.contains(&"purge_order".to_string()), "{seen:?}");
 }

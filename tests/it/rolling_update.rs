@@ -77,7 +77,7 @@ use crate::backend::{Backend, Recorded};
 use crate::support::sezzlee_binary;
 use serde_json::{Map, Value, json};
 use sezzlee_client::gateway::error_code;
-use sezzlee_client::{Client, ClientConfig, ClientError, GatewayClient, LoadOutcome};
+use sezzlee_client::{Client, ClientConfig, ClientError, GatewayClient, LoadOutcome, Search};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -724,7 +724,11 @@ async fn agent(index: usize, url: String, stop: Arc<AtomicBool>) -> Tally {
     let mut round = 0;
     while !stop.load(Ordering::Relaxed) {
         round += 1;
-        match client.search("item", &[], Some(5), false).await {
+        let search = Search {
+            limit: Some(5),
+            ..Search::new("item")
+        };
+        match client.search(search).await {
             Ok(result) if !result.is_error => {
                 tally.searches += 1;
                 assert!(result.text().contains("get_item"), "{}", result.text());

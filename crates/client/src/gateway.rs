@@ -152,22 +152,16 @@ impl GatewayClient {
     }
 
     /// `search_tools`.
-    pub async fn search(
-        &self,
-        query: &str,
-        tags: &[String],
-        limit: Option<u64>,
-        schema: bool,
-    ) -> Result<ToolResult, ClientError> {
+    pub async fn search(&self, search: Search<'_>) -> Result<ToolResult, ClientError> {
         let mut arguments = Map::new();
-        arguments.insert("query".to_string(), json!(query));
-        if !tags.is_empty() {
-            arguments.insert("tags".to_string(), json!(tags));
+        arguments.insert("query".to_string(), json!(search.query));
+        if !search.tags.is_empty() {
+            arguments.insert("tags".to_string(), json!(search.tags));
         }
-        if let Some(limit) = limit {
+        if let Some(limit) = search.limit {
             arguments.insert("limit".to_string(), json!(limit));
         }
-        if schema {
+        if search.detail == Detail::Schema {
             arguments.insert("detail".to_string(), json!("schema"));
         }
         self.client
@@ -313,4 +307,36 @@ fn check_body(tool: &Loaded, result: &mut ToolResult) {
     );
     tracing::warn!("{warning}");
     result.warnings.push(warning);
+}
+
+/// A `search_tools` request: the query, and what narrows or widens the
+/// page (`Search::new(query)` for the gateway's defaults).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Search<'a> {
+    pub query: &'a str,
+    /// Whole tags every tool of the page must have.
+    pub tags: &'a [String],
+    /// Tools on the page (the gateway's default when `None`).
+    pub limit: Option<u64>,
+    pub detail: Detail,
+}
+
+impl<'a> Search<'a> {
+    /// `query` with the gateway's defaults: no tags, its page size, cards.
+    pub fn new(query: &'a str) -> Search<'a> {
+        Search {
+            query,
+            ..Search::default()
+        }
+    }
+}
+
+/// What a search page holds of each tool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// Compact cards.
+    #[default]
+    Cards,
+    /// Each tool's schema too (`detail: "schema"`).
+    Schema,
 }

@@ -25,7 +25,7 @@ pub mod tools;
 pub mod transport;
 
 pub use era::{Era, EraChoice, EraMemory, Negotiated};
-pub use gateway::{GatewayClient, InvokeOutcome, LoadOutcome, Loaded};
+pub use gateway::{Detail, GatewayClient, InvokeOutcome, LoadOutcome, Loaded, Search};
 pub use listen::{ListenEvent, Listener};
 pub use tools::{Tool, ToolList, ToolResult};
 

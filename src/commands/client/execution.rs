@@ -9,7 +9,7 @@ use super::rendering::{
     print_call, print_discover, print_event, print_invoke, print_load, print_search, print_tools,
 };
 use sezzlee_client::listen::{ListenEvent, ListenOptions};
-use sezzlee_client::{Client, ClientError, GatewayClient};
+use sezzlee_client::{Client, ClientError, Detail, GatewayClient, Search};
 use std::process::ExitCode;
 
 pub(super) async fn execute(args: ClientArgs) -> Result<ExitCode, ClientError> {
@@ -34,7 +34,18 @@ pub(super) async fn execute(args: ClientArgs) -> Result<ExitCode, ClientError> {
             schema,
         } => {
             let gateway = GatewayClient::new(client);
-            let result = gateway.search(&query, &tags, limit, schema).await;
+            let detail = if schema {
+                Detail::Schema
+            } else {
+                Detail::Cards
+            };
+            let search = Search {
+                query: &query,
+                tags: &tags,
+                limit,
+                detail,
+            };
+            let result = gateway.search(search).await;
             let _ = gateway.client().close().await;
             return result.map(|result| print_search(&result, json, schema));
         }
