@@ -32,6 +32,28 @@ enum Body {
     Escaped(JsonLiteral),
 }
 
+/// Whether calling again unchanged may succeed: the envelope's
+/// `retryable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// It may (a timeout, a backend that is down, a changed tool after a
+    /// load).
+    MayHelp,
+    /// It will not: the call itself must change.
+    WillNotHelp,
+}
+
+impl Retry {
+    /// [`Retry::MayHelp`] when `may_help` holds.
+    pub fn when(may_help: bool) -> Retry {
+        if may_help {
+            Retry::MayHelp
+        } else {
+            Retry::WillNotHelp
+        }
+    }
+}
+
 impl ToolAnswer {
     pub fn ok(payload: Value) -> ToolAnswer {
         ToolAnswer {
@@ -63,13 +85,13 @@ impl ToolAnswer {
     pub fn fail(
         code: Code,
         message: impl Into<String>,
-        retryable: bool,
+        retry: Retry,
         extra: Map<String, Value>,
     ) -> ToolAnswer {
         let mut payload = Map::new();
         payload.insert("error".to_string(), json!(code.as_str()));
         payload.insert("message".to_string(), json!(message.into()));
-        payload.insert("retryable".to_string(), json!(retryable));
+        payload.insert("retryable".to_string(), json!(retry == Retry::MayHelp));
         payload.extend(extra);
         ToolAnswer {
             body: Body::Value(Value::Object(payload)),
@@ -158,7 +180,7 @@ pub fn unknown_tool(name: &str) -> ToolAnswer {
         format!(
             "There is no tool named '{name}'. Use search_tools to find the right name, then load_tool with it."
         ),
-        false,
+        Retry::WillNotHelp,
         Map::new(),
     )
 }
@@ -171,7 +193,7 @@ pub fn invalid_type(argument: &str, expected: &str, got: &Value) -> ToolAnswer {
             "'{argument}' must be {expected}, but {} arrived. Send it as {expected}.",
             kind_of(got)
         ),
-        false,
+        Retry::WillNotHelp,
         Map::new(),
     )
 }
@@ -201,7 +223,7 @@ pub fn within_budget(answer: ToolAnswer, budget: usize, shrink_hint: &str) -> To
         format!(
             "The answer would be {size} characters, over the response budget of {budget}. {shrink_hint}"
         ),
-        false,
+        Retry::WillNotHelp,
         Map::from_iter([
             ("size".to_string(), json!(size)),
             ("budget".to_string(), json!(budget)),

@@ -8,7 +8,7 @@
 //! body and drop whatever an agent cannot use.
 
 use super::Context;
-use super::envelope::{Code, ToolAnswer, invalid_type, quoted, quoted_up_to, unknown_tool};
+use super::envelope::{Code, Retry, ToolAnswer, invalid_type, quoted, quoted_up_to, unknown_tool};
 use super::load::find_visible;
 use crate::backend::request::{self, Problem};
 use crate::backend::response::BackendResponse;
@@ -41,7 +41,7 @@ pub async fn run(context: &Context<'_>, arguments: &Value) -> ToolAnswer {
             return ToolAnswer::fail(
                 Code::InvalidArguments,
                 "invoke_tool needs 'name': the name of a tool as search_tools returned it.",
-                false,
+                Retry::WillNotHelp,
                 Map::new(),
             );
         }
@@ -116,7 +116,7 @@ fn coerce_arguments(
             _ => Err(ToolAnswer::fail(
                 Code::InvalidType,
                 "'arguments' must be an object, but a string arrived that is not a JSON object. Send the arguments as a JSON object whose keys are the inputSchema's properties.",
-                false,
+                Retry::WillNotHelp,
                 Map::new(),
             )),
         },
@@ -126,7 +126,7 @@ fn coerce_arguments(
                 "'arguments' must be an object, but {} arrived. Send the arguments as a JSON object whose keys are the inputSchema's properties.",
                 kind_of(other)
             ),
-            false,
+            Retry::WillNotHelp,
             Map::new(),
         )),
     }
@@ -138,7 +138,7 @@ fn tool_changed(name: &str) -> ToolAnswer {
         format!(
             "The tool '{name}' changed after it was loaded, so the call was refused before reaching the backend. Load it again with load_tool and retry with the new version."
         ),
-        false,
+        Retry::WillNotHelp,
         Map::new(),
     )
 }
@@ -249,7 +249,7 @@ fn invalid_arguments(tool: &Tool, mut problems: Vec<Problem>) -> ToolAnswer {
             "The arguments do not match the inputSchema of '{}': {first}. Fix them (see problems and accepted) and call again; nothing was sent to the backend.{more}",
             tool.name
         ),
-        false,
+        Retry::WillNotHelp,
         Map::from_iter([
             ("problems".to_string(), Value::Array(listed)),
             ("accepted".to_string(), json!(accepted)),
@@ -268,7 +268,9 @@ async fn dispatch(
     }
     let base_url = match base_url(tool, context) {
         Ok(url) => url,
-        Err(message) => return ToolAnswer::fail(Code::InternalError, message, false, Map::new()),
+        Err(message) => {
+            return ToolAnswer::fail(Code::InternalError, message, Retry::WillNotHelp, Map::new());
+        }
     };
     let backend = &tool.operation.backend;
     let forwards_authorization = backend
@@ -291,14 +293,16 @@ async fn dispatch(
             return ToolAnswer::fail(
                 Code::BackendCredentials,
                 why.message,
-                why.retryable,
+                Retry::when(why.retryable),
                 Map::from_iter([("mayHaveReachedBackend".to_string(), json!(false))]),
             );
         }
     };
     let headers = match outgoing_headers(context, tool, authorization) {
         Ok(headers) => headers,
-        Err(message) => return ToolAnswer::fail(Code::InternalError, message, false, Map::new()),
+        Err(message) => {
+            return ToolAnswer::fail(Code::InternalError, message, Retry::WillNotHelp, Map::new());
+        }
     };
     let binary = binary_members(tool);
     let outgoing = match request::build(operation, &base_url, &arguments, &binary, headers) {
@@ -359,7 +363,7 @@ async fn dispatch(
                         "The backend could not be reached ({detail}); the request did not reach it. Retry later."
                     )
                 },
-                true,
+                Retry::MayHelp,
                 Map::from_iter([("mayHaveReachedBackend".to_string(), json!(maybe_reached))]),
             )
         }
@@ -368,7 +372,7 @@ async fn dispatch(
             format!(
                 "The backend's host name '{host}' does not exist (the name system says so); the request did not reach it. A retry will not help: the catalog owner must fix the server URL or backend.baseUrl."
             ),
-            false,
+            Retry::WillNotHelp,
             Map::from_iter([("mayHaveReachedBackend".to_string(), json!(false))]),
         ),
         Err(Failure::Timeout { after }) => ToolAnswer::fail(
@@ -377,7 +381,7 @@ async fn dispatch(
                 "The backend did not answer within {} ms; the request may have reached it. Retry only if the operation is safe to repeat.",
                 after.as_millis()
             ),
-            true,
+            Retry::MayHelp,
             Map::from_iter([("mayHaveReachedBackend".to_string(), json!(true))]),
         ),
     }
@@ -551,5 +555,5 @@ fn answer_from(response: BackendResponse, budget: usize) -> ToolAnswer {
     };
     let mut extra = Map::new();
     extra.extend(fields);
-    ToolAnswer::fail(Code::BackendStatus, message, retryable, extra)
+    ToolAnswer::fail(Code::BackendStatus, message, Retry::when(retryable), extra)
 }

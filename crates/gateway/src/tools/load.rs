@@ -7,7 +7,7 @@
 //! exist.
 
 use super::Context;
-use super::envelope::{Code, ToolAnswer, invalid_type, unknown_tool, within_budget};
+use super::envelope::{Code, Retry, ToolAnswer, invalid_type, unknown_tool, within_budget};
 use crate::visibility::View;
 use serde_json::{Map, Value, json};
 use sezzlee_catalog::Tool;
@@ -19,7 +19,7 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
             return ToolAnswer::fail(
                 Code::InvalidArguments,
                 "load_tool needs 'name': the name of a tool as search_tools returned it.",
-                false,
+                Retry::WillNotHelp,
                 Map::new(),
             );
         }
