@@ -1,5 +1,5 @@
 //! Where a served catalog's bytes go, and how much a rebuild adds: the
-//! breakdown issue 15 asks for, measured with a counting allocator (every
+//! breakdown, measured with a counting allocator (every
 //! byte the process asks for, live at each step), beside the process RSS.
 //!
 //! Steps, on the vendored corpus or the folder `SEZZLEE_CORPUS` names: the

@@ -1,6 +1,6 @@
 //! Internet scale, as a served gateway lives it: cold start, memory, and a
 //! one-file edit until `notifications/tools/list_changed` reaches a
-//! listener (issue 15).
+//! listener.
 //!
 //! Run by hand: `cargo bench --bench reload` (the vendored corpus), or on
 //! another folder, such as the whole public directory:

@@ -1,5 +1,5 @@
 //! Three replicas behind nginx against one replica behind the same nginx,
-//! in one run (issue 17): requests per second of `tools/call search_tools`
+//! in one run: requests per second of `tools/call search_tools`
 //! and of a pinned `tools/call invoke_tool` at 16 concurrent callers.
 //!
 //! Three `sezzlee serve` processes (this build's binary) serve the shipped

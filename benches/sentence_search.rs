@@ -7,8 +7,8 @@
 //! - `server/discover` (same HTTP, JSON-RPC and `_meta` checks, no work);
 //! - `search_tools` with a sentence (the agent tasks of a task file, each
 //!   asked once, so the answer cache never hits): the keyword ranking, the
-//!   query's encoding and the scan of every tool vector, fused. Targets
-//!   (issue 30): p50 ≤ 15 ms, p99 ≤ 40 ms at 125k tools on 2 cores;
+//!   query's encoding and the scan of every tool vector, fused. Targets:
+//!   p50 ≤ 15 ms, p99 ≤ 40 ms at 125k tools on 2 cores;
 //! - `search_tools` with a keyword query of two content words (a new page
 //!   size each time, so never answered from the cache): no encoder runs.
 //!   Target: p50 ÷ discover p50 ≤ 3 at 125k tools.

@@ -1,4 +1,4 @@
-//! The soak of issue 18: the real gateway binary under a mixed load for
+//! The soak: the real gateway binary under a mixed load for
 //! minutes, a reload every second, its resources sampled from outside, and
 //! a verdict that they stayed flat with no unexpected error. It exists
 //! because a leak (memory, descriptors, tasks, listen-stream slots) hides

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Allocators compared in one run (issue 29, item 15; benches/README.md,
+# Allocators compared in one run (benches/README.md,
 # "Allocators"): RSS after large requests and after idling, RSS on the shared
 # corpus after load and reloads, and the soak's throughput and p99, for each
 # allocator and its settings, phase by phase so every variant meets the same

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The large-request probe of scripts/allocator-compare.sh (issue 29, item 15).
+"""The large-request probe of scripts/allocator-compare.sh.
 
 Sends ROUNDS x COUNT `invoke_tool` calls whose request body is about
 SIZE bytes (`create_order` with a SIZE-byte `item` and `quantity: 0`, so the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak of issue 18, by hand: the release gateway on a copy of the
+# The soak, by hand: the release gateway on a copy of the
 # shipped catalogs/ under a mixed load of the three tools in both MCP eras,
 # listen streams held open, a reload every second, RSS, descriptors,
 # threads, tokio tasks and listen streams sampled every second, and a

@@ -1,4 +1,4 @@
-//! Backend calls leave a trace (issue 29, item 6): the real binary logs one
+//! Backend calls leave a trace: the real binary logs one
 //! access line per invoke_tool call at its default level, naming the tool,
 //! method, host, status or failure kind, duration and whether the request
 //! may have reached the backend, and never the query string or a

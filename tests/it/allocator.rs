@@ -1,4 +1,4 @@
-//! The allocator setting issue 29 (item 15) chose is in force for a plain
+//! The allocator setting chosen is in force for a plain
 //! `sezzlee serve` (no environment prepared): mimalloc returns freed memory
 //! at once (`MIMALLOC_PURGE_DELAY=0`, `benches/README.md`, "Allocators"),
 //! and an operator's own value is kept. Read from the running process's

@@ -1,4 +1,4 @@
-//! What the gateway says and logs about credentials (issue 29, item 7),
+//! What the gateway says and logs about credentials,
 //! on the real binary (its environment set on the child, never in this
 //! process): a wrong API key is told as such, not as an expired token; a
 //! refusal and a rejected credential are logged at the default level,

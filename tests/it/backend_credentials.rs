@@ -1,4 +1,4 @@
-//! Backend credentials without token passthrough (issue 16): a real
+//! Backend credentials without token passthrough: a real
 //! authorization server in process implementing RFC 8693 token exchange
 //! and client credentials (form posts, HTTP basic client authentication,
 //! JSON answers), the recording backend, and a gateway whose callers hold

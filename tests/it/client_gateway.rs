@@ -1,4 +1,4 @@
-//! `sezzlee::client` against a real sezzlee gateway (issue 7): both eras,
+//! `sezzlee::client` against a real sezzlee gateway: both eras,
 //! the error split, the version pin with its automatic reload after a
 //! catalog edit, generation-stamp cache invalidation, and
 //! `subscriptions/listen` (change notifications, graceful closure, and

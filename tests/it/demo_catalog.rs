@@ -1,4 +1,4 @@
-//! The shipped demo does what it says (issue 29, item 4): `purge_order`
+//! The shipped demo does what it says: `purge_order`
 //! (`x-sezzlee-visibility: admins`, "ordinary callers never see this
 //! operation") is invisible to a caller without the administrator
 //! credential, with no `[auth]` configured as with one, because a named

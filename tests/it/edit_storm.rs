@@ -1,4 +1,4 @@
-//! The edit storm of issue 18: a thousand random edits to a served catalogs
+//! The edit storm: a thousand random edits to a served catalogs
 //! folder while clients search, load, invoke and listen.
 //!
 //! Why: the live-reload tests (`live_reload.rs`) check each way a file can

@@ -1,5 +1,5 @@
-//! invoke_tool against backends that misbehave on the wire (issue 18;
-//! docs/contract.md §3.3, §3.4): a real gateway on loopback calls a raw
+//! invoke_tool against backends that misbehave on the wire
+//! (docs/contract.md §3.3, §3.4): a real gateway on loopback calls a raw
 //! TCP "HTTP server" on loopback that writes its answers byte by byte, so
 //! it can do what no well-behaved server does: stall mid-body, reset the
 //! connection, lie in `Content-Length`, never end a chunked body, send a

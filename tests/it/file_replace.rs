@@ -1,5 +1,5 @@
-//! Files replaced in two steps while serving, under CPU load (issue 29,
-//! item 2; docs/contract.md §6).
+//! Files replaced in two steps while serving, under CPU load
+//! (docs/contract.md §6).
 //!
 //! Why: `git checkout catalogs/orders.yaml` on a loaded server once
 //! published a generation with 0 tools, announced on `list_changed` to

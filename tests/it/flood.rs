@@ -1,4 +1,4 @@
-//! A connection flood and slow listen readers (issue 18, hostile callers).
+//! A connection flood and slow listen readers (hostile callers).
 //!
 //! Why this exists: a gateway shared by many agents meets callers that
 //! open connections and never finish a request, and listeners that stop

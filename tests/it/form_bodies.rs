@@ -1,5 +1,5 @@
 //! Form and multipart request bodies as the document's `encoding` says
-//! (docs/contract.md §2.3, "Form and multipart bodies"; issue 29, item 1):
+//! (docs/contract.md §2.3, "Form and multipart bodies"):
 //! a real gateway invokes the real Stripe document, a Swagger 2.0 document
 //! with `formData`, and OpenAPI 3.0/3.1 documents with and without
 //! `encoding`, against the recording backend, and each test compares the

@@ -1,4 +1,4 @@
-//! Hostile callers, property-based (issue 18): the JSON-RPC decoder and
+//! Hostile callers, property-based: the JSON-RPC decoder and
 //! invoke_tool's argument validation on arbitrary bytes and values, driven
 //! through the real server over HTTP (where a caller's input arrives), and
 //! the decoder's message reading on its own.

@@ -1,4 +1,4 @@
-//! Keys from an identity provider (issue 16): a real HTTP provider in
+//! Keys from an identity provider: a real HTTP provider in
 //! process (discovery document and JWKS over loopback, keys generated
 //! here), a real gateway configured only with the provider's issuer, and
 //! tokens signed as the provider would. Discovery, every signing algorithm

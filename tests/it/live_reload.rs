@@ -1,5 +1,5 @@
 //! Live catalogs over real HTTP (docs/contract.md §5 subscriptions/listen,
-//! §6 hot reload; issue 5): a real gateway on `127.0.0.1:0` with its
+//! §6 hot reload): a real gateway on `127.0.0.1:0` with its
 //! reloader watching a temporary catalogs folder, real files changed the
 //! ways editors, shells and Kubernetes change them, and real listening
 //! clients reading the SSE body of `subscriptions/listen` with reqwest.

@@ -1,4 +1,4 @@
-//! The operator's routes and the demo backend (issue 29, item 3): real
+//! The operator's routes and the demo backend: real
 //! gateways on loopback, real HTTP requests with and without credentials.
 //!
 //! With `[auth]` configured, `/status` and `/metrics` answer only a

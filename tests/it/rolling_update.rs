@@ -1,5 +1,5 @@
 //! Replicas behind a real load balancer during a rolling catalog update
-//! (issue 17; docs/contract.md §3.3 step 3, §6, §7): three `sezzlee serve`
+//! (docs/contract.md §3.3 step 3, §6, §7): three `sezzlee serve`
 //! processes, each on its own copy of a catalogs folder, all calling one
 //! recording backend, behind a real nginx (a child process with a
 //! generated configuration). Agents loop through nginx with the project's

@@ -471,5 +471,5 @@ fn real_model_ranks_sentences_better_and_keeps_keyword_floors() {
 
 /// Recall@5 floors of the held-out vendored sentences with the real model
 /// (all documents merged, each alone): a little under what was measured
-/// when the floors were set (see the closing note of issue 30).
+/// when the floors were set (`tests/data/README.md`).
 const SENTENCE_FLOORS: [f64; 2] = [0.4, 0.55];

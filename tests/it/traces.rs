@@ -1,4 +1,4 @@
-//! Traces and request metrics (issue 17): a caller's W3C `traceparent` reaches the recording
+//! Traces and request metrics: a caller's W3C `traceparent` reaches the recording
 //! backend in the same trace, both without export (passed on as it came)
 //! and with `sezzlee serve --otlp-endpoint` (a child of the backend-call
 //! span), and the spans arrive at an OTLP/HTTP receiver started here, which

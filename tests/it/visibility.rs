@@ -1,5 +1,5 @@
 //! Per-caller visibility and identity end to end (docs/contract.md §4;
-//! docs/seeds/000_da61510cfeeb091b.txt; issue 6): real gateways on
+//! docs/seeds/000_da61510cfeeb091b.txt): real gateways on
 //! loopback, real signed tokens minted here (HS256 with a secret, RS256 and
 //! ES256 with key pairs generated at run time, served as PEM files or a
 //! JWKS file) and API keys, and a recording backend that shows what
@@ -2104,7 +2104,7 @@ async fn serve_reads_auth_from_the_environment_and_the_file() {
 /// The debug lines that say a credential was treated as none.
 fn rejections(logs: &str) -> Vec<&str> {
     logs.lines()
-        // At the default level since issue 29 (item 7): an operator sees why.
+        // At the default level: an operator sees why.
         .filter(|line| line.contains(" INFO ") && line.contains("no credential"))
         .collect()
 }

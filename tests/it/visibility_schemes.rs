@@ -1,4 +1,4 @@
-//! Scheme-exact visibility (issue 16): a security requirement is met only
+//! Scheme-exact visibility: a security requirement is met only
 //! by a credential of the scheme it names. One document mixes `oauth2`
 //! scopes, `apiKey` in a header and in the query, `http basic`, a scheme
 //! it never defines, `security: []` and a policy; callers present a JWT

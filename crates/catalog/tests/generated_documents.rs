@@ -1,4 +1,4 @@
-//! The OpenAPI converter on generated documents (issue 18, hostile input).
+//! The OpenAPI converter on generated documents (hostile input).
 //!
 //! Why this exists: the converter meets documents nobody wrote by hand
 //! (thousands of public APIs, generators, half-edited files), and one
