@@ -2,11 +2,13 @@
 //! dependency trees allow: the catalog is pure (no runtime, no HTTP stack,
 //! no watcher), keyword search knows no document format and no crate of
 //! ours, search by meaning keeps the model runtime to itself, the client
-//! knows no command line and none of our crates but sezzlee-json, and the
-//! gateway knows neither the command line nor the client. Read from
-//! `cargo tree`, so a transitive dependency counts too. Inside the two
-//! search crates, no module leans on one that leans back on it: each can
-//! be read, and changed, after the ones it uses.
+//! knows no command line and none of our crates but sezzlee-json and
+//! sezzlee-protocol (which knows none), and the gateway knows neither the
+//! command line nor the client. Read from `cargo tree`, so a transitive
+//! dependency counts too. Inside every crate, no module leans on one that
+//! leans back on it: each can be read, and changed, after the ones it
+//! uses. And nothing changes the process environment, which a test binary
+//! shares between threads.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
