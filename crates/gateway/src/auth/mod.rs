@@ -17,26 +17,22 @@
 //! Secrets come only from the environment or files, and neither they nor
 //! tokens are ever logged.
 
+mod jwt;
 pub mod keys;
 pub mod provider;
 pub mod resource;
 
 use crate::config_error::ConfigError;
 use crate::environment::Environment;
-use crate::settings::{AuthSettings, JwtSettings};
+use crate::settings::AuthSettings;
 use crate::visibility::{ApiKeyIdentity, Caller, Credential};
 use axum::http::{HeaderMap, header};
-use jsonwebtoken::{Algorithm, Validation};
-use keys::{KeySet, VerifyingKey};
-use provider::{KeySource, ProviderKeys, Timing};
+use jwt::{JwtVerifier, load_jwt};
+use provider::ProviderKeys;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-/// The shortest HS256 secret accepted, in bytes: RFC 7518 §3.2 requires a
-/// key of at least the hash's size (256 bits); a shorter one can be guessed
-/// offline from any token it signed.
-pub const MIN_HS256_SECRET_BYTES: usize = 32;
+pub use jwt::MIN_HS256_SECRET_BYTES;
 
 /// The longest bearer token looked at; a longer one is invalid (real
 /// access tokens are a few KiB).
@@ -65,15 +61,6 @@ pub enum AdminRefusal {
     Unauthenticated(resource::Refusal),
     /// A verified credential without the admin scope: `403`.
     InsufficientScope,
-}
-
-struct JwtVerifier {
-    /// Keys from the settings (secret, PEM files, JWKS file).
-    fixed: KeySet,
-    /// Keys from the provider, when configured by URL or issuer.
-    provider: Option<Arc<ProviderKeys>>,
-    issuer: Option<String>,
-    audience: Option<String>,
 }
 
 struct ApiKey {
@@ -414,188 +401,6 @@ impl Authenticator {
                 "provider": jwt.provider.as_ref().map(|p| p.status()),
             })),
         })
-    }
-}
-
-impl JwtVerifier {
-    async fn verify(&self, token: &str) -> Result<Value, String> {
-        let header = jsonwebtoken::decode_header(token).map_err(|e| e.to_string())?;
-        let kid = header.kid.as_deref();
-        let looked_at = Instant::now();
-        let mut provided = self.provider.as_ref().map(|p| p.current());
-        let fits = self.fixed.has_fitting(kid, header.alg)
-            || provided
-                .as_ref()
-                .is_some_and(|set| set.has_fitting(kid, header.alg));
-        // A key id (or an algorithm) no key holds: the provider may have
-        // rotated. Never for a shared-secret algorithm, which no provider
-        // key set can hold.
-        if !fits
-            && header.alg.family() != jsonwebtoken::AlgorithmFamily::Hmac
-            && let Some(provider) = &self.provider
-            && provider.refetch_for_unknown_key(looked_at).await
-        {
-            provided = Some(provider.current());
-        }
-        let candidates = self
-            .fixed
-            .keys
-            .iter()
-            .chain(provided.iter().flat_map(|set| set.keys.iter()))
-            .filter(|key| key.fits(kid, header.alg));
-        let mut last = "no key fits the token's algorithm and key id".to_string();
-        for key in candidates {
-            match jsonwebtoken::decode::<Value>(token, &key.key, &self.validation(header.alg)) {
-                Ok(data) => return Ok(data.claims),
-                Err(err) => last = err.to_string(),
-            }
-        }
-        Err(last)
-    }
-
-    fn validation(&self, alg: Algorithm) -> Validation {
-        let mut validation = Validation::new(alg);
-        // jsonwebtoken compares `iss` and `aud` only when present: a
-        // configured issuer or audience must also be required. A token is
-        // not accepted before its `nbf` either.
-        let mut required = vec!["exp"];
-        validation.validate_nbf = true;
-        match &self.issuer {
-            Some(issuer) => {
-                validation.set_issuer(&[issuer]);
-                required.push("iss");
-            }
-            None => validation.iss = None,
-        }
-        match &self.audience {
-            Some(audience) => {
-                validation.set_audience(&[audience]);
-                required.push("aud");
-            }
-            None => validation.validate_aud = false,
-        }
-        validation.set_required_spec_claims(&required);
-        validation
-    }
-}
-
-fn load_jwt(settings: &JwtSettings, environment: &Environment) -> Result<JwtVerifier, ConfigError> {
-    let mut fixed = KeySet::default();
-    if let Some(variable) = &settings.hs256_secret_env {
-        let variable_error = |message: String| ConfigError::Variable {
-            setting: "auth.jwt",
-            variable: variable.clone(),
-            message,
-        };
-        let secret = environment.var(variable).ok_or_else(|| {
-            variable_error(format!(
-                "auth.jwt: environment variable {variable} (the HS256 secret) is not set"
-            ))
-        })?;
-        if secret.is_empty() {
-            return Err(variable_error(format!(
-                "auth.jwt: environment variable {variable} is empty"
-            )));
-        }
-        if secret.len() < MIN_HS256_SECRET_BYTES {
-            return Err(variable_error(format!(
-                "auth.jwt: the HS256 secret in {variable} is {} bytes; at least {MIN_HS256_SECRET_BYTES} are required (RFC 7518 §3.2: a key as long as the hash). Make one with `openssl rand -hex 32`",
-                secret.len()
-            )));
-        }
-        let key = jsonwebtoken::DecodingKey::from_secret(secret.as_bytes())
-            .map_err(|e| variable_error(format!("auth.jwt: HS256 secret: {e}")))?;
-        fixed.keys.push(VerifyingKey {
-            kid: None,
-            algorithms: vec![Algorithm::HS256],
-            key,
-        });
-    }
-    for path in &settings.public_keys {
-        let pem = std::fs::read(path)
-            .map_err(|e| jwt_file_error(path, format!("cannot read {}: {e}", path.display())))?;
-        let key = VerifyingKey::from_pem(&pem).ok_or_else(|| {
-            jwt_file_error(
-                path,
-                format!(
-                    "{} is not an RSA, EC or Ed25519 public key in PEM",
-                    path.display()
-                ),
-            )
-        })?;
-        fixed.keys.push(key);
-    }
-    if let Some(path) = &settings.jwks_file {
-        let text = std::fs::read(path)
-            .map_err(|e| jwt_file_error(path, format!("cannot read {}: {e}", path.display())))?;
-        let (set, skipped) = KeySet::from_jwks(&text)
-            .map_err(|why| jwt_file_error(path, format!("{}: {why}", path.display())))?;
-        if set.is_empty() {
-            return Err(jwt_file_error(
-                path,
-                format!(
-                    "{} holds no usable signing key ({})",
-                    path.display(),
-                    skipped.join("; ")
-                ),
-            ));
-        }
-        for why in skipped {
-            tracing::warn!("auth.jwt: {}: {why}", path.display());
-        }
-        fixed.keys.extend(set.keys);
-    }
-    let timing = Timing {
-        refresh_interval: Duration::from_millis(settings.refresh_interval_ms.unwrap_or(300_000)),
-        refetch_min_interval: Duration::from_millis(
-            settings.refetch_min_interval_ms.unwrap_or(10_000),
-        ),
-        fetch_timeout: Duration::from_millis(settings.fetch_timeout_ms.unwrap_or(5_000)),
-    };
-    if timing.refresh_interval.is_zero() || timing.fetch_timeout.is_zero() {
-        return Err(ConfigError::Value {
-            setting: "auth.jwt",
-            message: "auth.jwt: refresh_interval_ms and fetch_timeout_ms must be above 0"
-                .to_string(),
-        });
-    }
-    let source = match (&settings.jwks_url, &settings.issuer) {
-        (Some(url), _) => Some(KeySource::Jwks(url.clone())),
-        // An issuer alone: its discovery document names the keys.
-        (None, Some(issuer)) if fixed.is_empty() => Some(KeySource::Issuer(issuer.clone())),
-        _ => None,
-    };
-    let provider = match source {
-        Some(source) => Some(Arc::new(ProviderKeys::new(source, timing).map_err(
-            |why| ConfigError::Value {
-                setting: "auth.jwt",
-                message: format!("auth.jwt: {why}"),
-            },
-        )?)),
-        None => None,
-    };
-    if fixed.is_empty() && provider.is_none() {
-        return Err(ConfigError::Value {
-            setting: "auth.jwt",
-            message:
-                "auth.jwt: configure jwks_url, issuer, hs256_secret_env, public_keys or jwks_file"
-                    .to_string(),
-        });
-    }
-    Ok(JwtVerifier {
-        fixed,
-        provider,
-        issuer: settings.issuer.clone(),
-        audience: settings.audience.clone(),
-    })
-}
-
-/// A file named in `[auth.jwt]` that cannot be used.
-fn jwt_file_error(path: &std::path::Path, detail: String) -> ConfigError {
-    ConfigError::File {
-        setting: "auth.jwt",
-        path: path.to_path_buf(),
-        message: format!("auth.jwt: {detail}"),
     }
 }
 
