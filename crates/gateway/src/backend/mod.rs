@@ -163,7 +163,7 @@ impl Client {
 
     /// `text` with its `${VARIABLE}`s replaced ([`expand_env`]) from this
     /// client's environment.
-    pub fn expand(&self, text: &str, self_url: Option<&str>) -> Result<String, String> {
+    pub fn expand(&self, text: &str, self_url: Option<&str>) -> Result<String, UnsetVariable> {
         expand_env(text, self_url, &self.environment)
     }
 
@@ -326,6 +326,19 @@ fn is_invalid_data(cause: &(dyn std::error::Error + 'static)) -> bool {
 /// catalog can point at a backend the gateway itself serves (the demo).
 pub const SELF_VARIABLE: &str = "SEZZLEE_SELF";
 
+/// A `${VARIABLE}` the gateway's environment does not set: the call that
+/// needs it cannot be built (its name is said, never a value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsetVariable(pub String);
+
+impl std::fmt::Display for UnsetVariable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "environment variable {} is not set", self.0)
+    }
+}
+
+impl std::error::Error for UnsetVariable {}
+
 /// `${NAME}` references replaced by environment variables (and
 /// `${SEZZLEE_SELF}` by `self_url`); a missing one is an error naming it
 /// (never its value).
@@ -333,7 +346,7 @@ pub fn expand_env(
     text: &str,
     self_url: Option<&str>,
     environment: &Environment,
-) -> Result<String, String> {
+) -> Result<String, UnsetVariable> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -348,7 +361,7 @@ pub fn expand_env(
             (SELF_VARIABLE, Some(url)) => url.to_string(),
             _ => environment
                 .var(name)
-                .ok_or_else(|| format!("environment variable {name} is not set"))?,
+                .ok_or_else(|| UnsetVariable(name.to_string()))?,
         };
         out.push_str(&value);
         rest = &after[end + 1..];
@@ -379,7 +392,9 @@ mod tests {
         assert_eq!(expand("plain", None).unwrap(), "plain");
         assert_eq!(expand("a ${PLACE} b", None).unwrap(), "a there b");
         // Only the gateway's environment: the process's PATH is not in it.
-        assert!(expand("${PATH}", None).unwrap_err().contains("PATH"));
+        let unset = expand("${PATH}", None).unwrap_err();
+        assert_eq!(unset, UnsetVariable("PATH".to_string()));
+        assert_eq!(unset.to_string(), "environment variable PATH is not set");
         assert_eq!(expand("${unclosed", None).unwrap(), "${unclosed");
         assert_eq!(
             expand("${SEZZLEE_SELF}/demo", Some("http://127.0.0.1:1")).unwrap(),
