@@ -14,7 +14,7 @@ use crate::visibility::Caller;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
 
-/// Serves one legacy message; an error is answered by the caller
+/// Serves one `initialize`-era message; an error is answered by the caller
 /// (`http`), the same way for both eras.
 pub async fn serve(
     gateway: &Gateway,

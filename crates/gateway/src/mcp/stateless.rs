@@ -32,7 +32,7 @@ const REMOVED: [&str; 5] = [
     "resources/unsubscribe",
 ];
 
-/// Serves one modern message; an error is answered by the caller
+/// Serves one 2026-07-28 message; an error is answered by the caller
 /// (`http`), the same way for both eras.
 pub async fn serve(
     gateway: &Gateway,
