@@ -70,7 +70,7 @@ use sezzlee_catalog::{Catalog, Sources};
 use sezzlee_gateway::gateway::Gateway;
 use sezzlee_gateway::reload::{self, Outcome, Reloader};
 use sezzlee_gateway::settings::{DemoBackend, Settings, WatchMode};
-use sezzlee_gateway::store::Served;
+use sezzlee_gateway::store::Snapshot;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -646,7 +646,7 @@ fn rebuild_real_folder(edits: usize) {
         // What Reloader::rescan does after the build, on the async thread:
         // prepare the snapshot (cards for every tool), and drop the old one.
         let started = Instant::now();
-        let snapshot = Served::new(rebuilt, 0, Duration::ZERO);
+        let snapshot = Snapshot::new(rebuilt, 0, Duration::ZERO);
         prepares.push(ms(started.elapsed()));
         let started = Instant::now();
         drop(snapshot);

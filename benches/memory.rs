@@ -9,7 +9,7 @@
 //! measured by cloning each distinct one; their canonical JSON, by
 //! capacity), the schema roots, and the rest (names, descriptions,
 //! dispatch data, diagnostics); then the per-catalog serving data
-//! (`Prepared`: cards, tags, rules). Last, a rebuild while the first
+//! (`PerToolCache`: cards, tags, rules). Last, a rebuild while the first
 //! catalog is served: the allocator's peak over the steady state.
 //!
 //! Run with `cargo bench --bench memory` (a single pass, no criterion:
@@ -18,7 +18,7 @@
 use serde_json::Value;
 use sezzlee_catalog::schema::Def;
 use sezzlee_catalog::{Catalog, Schema, Sources};
-use sezzlee_gateway::tools::Prepared;
+use sezzlee_gateway::tools::PerToolCache;
 use sezzlee_search::SearchIndex;
 use sezzlee_semantic::TextModel;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -187,14 +187,14 @@ fn main() {
                 });
             sezzlee_gateway::embedding::Embedder::new(model, cache)
         });
-    let (prepared, prepared_bytes) = measured(|| Prepared::new(&catalog, model.as_ref()));
+    let (prepared, prepared_bytes) = measured(|| PerToolCache::new(&catalog, model.as_ref()));
     let steady = live().saturating_sub(baseline);
     let steady_rss = rss_kib();
 
     // A rebuild while the first catalog is served, as a reload does.
     PEAK.store(live(), Ordering::Relaxed);
     let rebuilt = Catalog::build(&sources);
-    let rebuilt_prepared = Prepared::new(&rebuilt, model.as_ref());
+    let rebuilt_prepared = PerToolCache::new(&rebuilt, model.as_ref());
     let rebuild_peak = PEAK.load(Ordering::Relaxed).saturating_sub(baseline);
     drop((rebuilt, rebuilt_prepared));
 

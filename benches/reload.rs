@@ -10,7 +10,7 @@
 //! The corpus is copied to a temporary folder (catalog files only). Then,
 //! as `Gateway::load` does: `Sources::scan`, `Catalog::build_with` (its
 //! search index timed apart by building a second one from the same tools),
-//! `Prepared::new`, `Sources::release_parsed`: the cold start. The gateway
+//! `PerToolCache::new`, `Sources::release_parsed`: the cold start. The gateway
 //! then serves the folder in this process (`server::serve` on 127.0.0.1:0,
 //! file-system events, the default 50 ms debounce) and a listener (the
 //! `sezzlee-client` library) holds a `subscriptions/listen` stream.
@@ -43,7 +43,7 @@ use sezzlee_client::{Client, ClientConfig, ListenEvent};
 use sezzlee_gateway::gateway::Gateway;
 use sezzlee_gateway::reload::{self, Reloader};
 use sezzlee_gateway::settings::{DemoBackend, Settings, WatchMode};
-use sezzlee_gateway::tools::Prepared;
+use sezzlee_gateway::tools::PerToolCache;
 use sezzlee_search::{SearchIndex, query_keywords};
 use sezzlee_semantic::{self as semantic, TextModel, ToolVectors};
 use std::path::{Path, PathBuf};
@@ -223,7 +223,7 @@ fn main() {
     let scanned = started.elapsed();
     let catalog = Catalog::build_with(&sources, &options);
     let built = started.elapsed() - scanned;
-    let prepared = Prepared::new(&catalog, None);
+    let prepared = PerToolCache::new(&catalog, None);
     // Every tool embedded before ranking (from the vector cache when a
     // gateway or an earlier run filled it).
     let cache = model.as_ref().and_then(|model| {

@@ -17,10 +17,10 @@
 use criterion::Criterion;
 use serde_json::{Value, json};
 use sezzlee_catalog::{Catalog, Sources};
-use sezzlee_gateway::backend::{Client, DEFAULT_MAX_RESPONSE_BYTES};
+use sezzlee_gateway::backend::{BackendClient, DEFAULT_MAX_RESPONSE_BYTES};
 use sezzlee_gateway::environment::Environment;
 use sezzlee_gateway::settings::Settings;
-use sezzlee_gateway::store::Served;
+use sezzlee_gateway::store::Snapshot;
 use sezzlee_gateway::tools::search_cache::SearchCache;
 use sezzlee_gateway::tools::{Context, search};
 use sezzlee_gateway::visibility::Caller;
@@ -54,7 +54,7 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn load_graph() -> Served {
+fn load_graph() -> Snapshot {
     let path = corpus::vendored().require("microsoft.com_graph_1.0.1.json");
     let path = path.as_path();
     let bytes =
@@ -71,7 +71,7 @@ fn load_graph() -> Served {
     );
     // The search cache off: every call below ranks anew (a cached answer
     // is measured over HTTP, in http_load's comparison (a)).
-    Served::new(catalog, 0, built).with_search_cache(0)
+    Snapshot::new(catalog, 0, built).with_search_cache(0)
 }
 
 /// The whole in-process path of one `search_tools` call: argument
@@ -119,7 +119,7 @@ fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn print_p50_table(served: &Served, context: &Context, iters: usize) {
+fn print_p50_table(served: &Snapshot, context: &Context, iters: usize) {
     let index = served.catalog.search_index();
     println!();
     println!(
@@ -173,11 +173,11 @@ fn main() {
     let served = load_graph();
     let caller = Caller::anonymous();
     // Ranking only: no serving threads, so no per-thread pools.
-    let backend = Client::new(DEFAULT_MAX_RESPONSE_BYTES, 0, Environment::process())
+    let backend = BackendClient::new(DEFAULT_MAX_RESPONSE_BYTES, 0, Environment::process())
         .expect("a backend client");
     let metrics = sezzlee_gateway::metrics::Metrics::default();
     let context = Context {
-        served: &served,
+        snapshot: &served,
         caller: &caller,
         budget: Settings::default().response_budget,
         backend: &backend,
@@ -185,7 +185,7 @@ fn main() {
         metrics: &metrics,
     };
     assert!(
-        caller.sees_everything(served.prepared.has_policy()),
+        caller.sees_everything(served.per_tool.has_policy()),
         "an anonymous caller without auth sees the whole catalog (no policy in Graph)"
     );
 

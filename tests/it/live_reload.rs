@@ -22,7 +22,7 @@ use futures_util::{Stream, StreamExt};
 use serde_json::{Value, json};
 use sezzlee_catalog::{Catalog, Sources};
 use sezzlee_gateway::settings::{Settings, WatchMode};
-use sezzlee_gateway::store::Served;
+use sezzlee_gateway::store::Snapshot;
 use std::collections::{BTreeSet, VecDeque};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -229,7 +229,7 @@ impl Live {
 
     /// Waits until a rescan swapped in a new snapshot (even one with the
     /// same generation): proves a rebuild ran.
-    async fn await_swap(&self, before: &Arc<Served>) {
+    async fn await_swap(&self, before: &Arc<Snapshot>) {
         let deadline = Instant::now() + PATIENCE;
         while Arc::ptr_eq(before, &self.gw.gateway.store.current()) {
             assert!(Instant::now() < deadline, "no rescan swapped the catalog");
@@ -1413,7 +1413,7 @@ async fn a_listener_slower_than_the_changes_gets_the_latest_generation_not_a_bac
         live.gw
             .gateway
             .store
-            .swap(Served::new(catalog, generation, Duration::ZERO));
+            .swap(Snapshot::new(catalog, generation, Duration::ZERO));
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(slow.expect_list_changed(PATIENCE).await, 100);

@@ -92,7 +92,7 @@ async fn embedded(gateway: &TestGateway) {
     for _ in 0..400 {
         let served = gateway.gateway.store.current();
         let vectors = served
-            .prepared
+            .per_tool
             .vectors
             .as_ref()
             .expect("a search model")
@@ -230,7 +230,7 @@ async fn reloads_reuse_unchanged_vectors_and_embed_edited_tools() {
     let served = gateway.gateway.store.current();
     assert_eq!(served.generation, 1);
     let reused = served
-        .prepared
+        .per_tool
         .vectors
         .as_ref()
         .expect("vectors")

@@ -233,17 +233,17 @@ fn in_plain_words(message: &str) -> String {
 
 /// A sidecar that was refused: the key at fault and why.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ConfigError {
+pub struct SidecarError {
     pub pointer: String,
     pub message: String,
 }
 
 impl Sidecar {
     /// Validates a parsed sidecar file.
-    pub fn from_value(value: &Value) -> Result<Sidecar, ConfigError> {
+    pub fn from_value(value: &Value) -> Result<Sidecar, SidecarError> {
         let sidecar: Sidecar = serde_path_to_error::deserialize(value).map_err(|err| {
             let pointer = path_to_pointer(&err.path().to_string());
-            ConfigError {
+            SidecarError {
                 pointer,
                 message: in_plain_words(&err.inner().to_string()),
             }
@@ -252,11 +252,11 @@ impl Sidecar {
         Ok(sidecar)
     }
 
-    fn check(&self) -> Result<(), ConfigError> {
+    fn check(&self) -> Result<(), SidecarError> {
         if let Some(namespace) = &self.namespace
             && !super::naming::is_valid_name(namespace)
         {
-            return Err(ConfigError {
+            return Err(SidecarError {
                 pointer: "/namespace".to_string(),
                 message: format!("namespace '{namespace}' must use only [a-z0-9_]"),
             });
@@ -268,7 +268,7 @@ impl Sidecar {
             .chain(self.backend.forward_headers.iter().flatten());
         for name in header_names {
             if !crate::header_text::is_field_name(name) {
-                return Err(ConfigError {
+                return Err(SidecarError {
                     pointer: "/backend".to_string(),
                     message: format!("'{name}' is not an HTTP header name"),
                 });
@@ -276,7 +276,7 @@ impl Sidecar {
         }
         for (name, value) in &self.backend.headers {
             if !crate::header_text::is_field_value(value) {
-                return Err(ConfigError {
+                return Err(SidecarError {
                     pointer: format!(
                         "/backend/headers/{}",
                         super::diagnostics::pointer_segment(name)
@@ -292,7 +292,7 @@ impl Sidecar {
         }
         for key in self.tools.keys().chain(self.revision.operations.keys()) {
             if parse_operation_key(key).is_none() {
-                return Err(ConfigError {
+                return Err(SidecarError {
                     pointer: format!("/tools/{}", super::diagnostics::pointer_segment(key)),
                     message: format!("'{key}' is not of the form \"METHOD /path\""),
                 });
@@ -309,7 +309,7 @@ impl Sidecar {
             .chain(self.visibility.iter());
         for policy in policies_used {
             if !self.policies.contains_key(policy) {
-                return Err(ConfigError {
+                return Err(SidecarError {
                     pointer: "/policies".to_string(),
                     message: format!("visibility names policy '{policy}', which is not defined"),
                 });
@@ -359,8 +359,8 @@ fn path_to_pointer(path: &str) -> String {
 /// What a backend credential mode needs: a token URL, a client id and
 /// the name of its secret's variable for the modes that ask a token
 /// endpoint; nothing else for the others.
-fn check_backend_auth(auth: &BackendAuth) -> Result<(), ConfigError> {
-    let error = |key: &str, message: String| ConfigError {
+fn check_backend_auth(auth: &BackendAuth) -> Result<(), SidecarError> {
+    let error = |key: &str, message: String| SidecarError {
         pointer: format!("/backend/auth/{key}"),
         message,
     };

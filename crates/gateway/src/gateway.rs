@@ -5,13 +5,13 @@
 //! no other global state exists.
 
 use crate::auth::Authenticator;
-use crate::backend::Client;
+use crate::backend::BackendClient;
 use crate::embedding::Embedder;
 use crate::settings::Settings;
 use crate::shutdown::Shutdown;
-use crate::store::{Served, Store};
+use crate::store::{Snapshot, Store};
 use crate::streams::Registry;
-use crate::tools::Prepared;
+use crate::tools::PerToolCache;
 use sezzlee_catalog::{Catalog, Sources};
 use sezzlee_semantic::{DiskCache, ModelError, TextModel};
 use std::path::PathBuf;
@@ -56,7 +56,7 @@ pub struct Gateway {
     /// model, loaded once and shared by every snapshot, its vector cache
     /// and the thread that embeds tool texts in the background.
     pub embedder: Option<Arc<Embedder>>,
-    pub backend: Client,
+    pub backend: BackendClient,
     pub streams: Arc<Registry>,
     /// `http://HOST:PORT` once bound: `${SEZZLEE_SELF}` in backend URLs.
     pub self_url: std::sync::OnceLock<String>,
@@ -101,7 +101,7 @@ impl Gateway {
                 tracing::error!("auth configuration: {why}; every caller is treated as anonymous");
                 Authenticator::deny_all()
             });
-        let backend = Client::new(
+        let backend = BackendClient::new(
             settings.max_response_bytes,
             settings.serve_threads,
             settings.environment.clone(),
@@ -158,12 +158,12 @@ impl Gateway {
                 None
             }
         };
-        let prepared = Prepared::new(&catalog, search_model.as_deref());
+        let prepared = PerToolCache::new(&catalog, search_model.as_deref());
         let gateway = Arc::new(Gateway {
             auth,
             backend,
             store: Arc::new(Store::new(
-                Served::with_prepared(catalog, prepared, 0, build)
+                Snapshot::with_per_tool(catalog, prepared, 0, build)
                     .with_search_cache(settings.search_cache_bytes),
             )),
             embedder: search_model,

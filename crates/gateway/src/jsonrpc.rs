@@ -19,16 +19,16 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode::UNSUPPORTED_PROTO
 
 /// A JSON-RPC error together with the HTTP status it travels with.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RpcError {
+pub struct ErrorReply {
     pub status: StatusCode,
     pub code: ErrorCode,
     pub message: String,
     pub data: Option<Box<Value>>,
 }
 
-impl RpcError {
-    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> RpcError {
-        RpcError {
+impl ErrorReply {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> ErrorReply {
+        ErrorReply {
             status,
             code,
             message: message.into(),
@@ -36,7 +36,7 @@ impl RpcError {
         }
     }
 
-    pub fn with_data(mut self, data: Value) -> RpcError {
+    pub fn with_data(mut self, data: Value) -> ErrorReply {
         self.data = Some(Box::new(data));
         self
     }
@@ -74,12 +74,13 @@ pub struct Incoming {
 }
 
 /// Reads a request or notification; anything else is `-32600`.
-pub fn parse_message(value: Value) -> Result<Incoming, Box<(Option<Value>, RpcError)>> {
+pub fn parse_message(value: Value) -> Result<Incoming, Box<(Option<Value>, ErrorReply)>> {
     parse(value).map_err(Box::new)
 }
 
-fn parse(value: Value) -> Result<Incoming, (Option<Value>, RpcError)> {
-    let invalid = |message: &str| RpcError::new(StatusCode::BAD_REQUEST, INVALID_REQUEST, message);
+fn parse(value: Value) -> Result<Incoming, (Option<Value>, ErrorReply)> {
+    let invalid =
+        |message: &str| ErrorReply::new(StatusCode::BAD_REQUEST, INVALID_REQUEST, message);
     let Value::Object(mut map) = value else {
         let message = if value.is_array() {
             "Invalid request: batches are not supported; send one JSON-RPC message per POST"
@@ -123,7 +124,7 @@ fn parse(value: Value) -> Result<Incoming, (Option<Value>, RpcError)> {
         Some(_) => {
             return Err((
                 id,
-                RpcError::new(
+                ErrorReply::new(
                     StatusCode::BAD_REQUEST,
                     INVALID_PARAMS,
                     "Invalid params: params must be an object",

@@ -35,7 +35,7 @@
 use crate::gateway::Gateway;
 use crate::metrics::ReloadFailure;
 use crate::settings::WatchMode;
-use crate::store::Served;
+use crate::store::Snapshot;
 use notify::{RecursiveMode, Watcher};
 use sezzlee_catalog::source::Released;
 use sezzlee_catalog::{
@@ -323,7 +323,7 @@ struct Swapped {
     changed: bool,
     steps: Steps,
     /// The snapshot the swap replaced.
-    replaced: Arc<Served>,
+    replaced: Arc<Snapshot>,
     /// The parses the sources forgot.
     released: Released,
 }
@@ -385,10 +385,10 @@ fn rebuild_and_swap(
     let served = gateway.store.current();
     let catalog = Catalog::rebuild(&next, &gateway.settings.build_options(), &served.catalog);
     let preparing = Instant::now();
-    let prepared = crate::tools::Prepared::reusing(
+    let prepared = crate::tools::PerToolCache::reusing(
         &catalog,
         &served.catalog,
-        &served.prepared,
+        &served.per_tool,
         gateway.embedder.as_deref(),
     );
     let prepare = preparing.elapsed();
@@ -398,7 +398,7 @@ fn rebuild_and_swap(
     let report = catalog.report;
     drop(served);
     let replaced = gateway.store.swap(
-        Served::with_prepared(catalog, prepared, generation, started.elapsed())
+        Snapshot::with_per_tool(catalog, prepared, generation, started.elapsed())
             .with_search_cache(gateway.settings.search_cache_bytes),
     );
     let elapsed = started.elapsed();

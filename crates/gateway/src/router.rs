@@ -59,7 +59,7 @@ async fn protected_resource_metadata(
     headers: HeaderMap,
 ) -> Response {
     let served = gateway.store.current();
-    resource::metadata(&gateway.resource(), &headers, &served.prepared.rules)
+    resource::metadata(&gateway.resource(), &headers, &served.per_tool.rules)
 }
 
 /// Whether the demo answers now: `demo_backend` `on`, or `auto` while the
@@ -68,7 +68,7 @@ pub fn wanted(gateway: &Gateway) -> bool {
     match gateway.settings.demo_backend {
         DemoBackend::On => true,
         DemoBackend::Off => false,
-        DemoBackend::Auto => gateway.store.current().prepared.uses_demo_backend,
+        DemoBackend::Auto => gateway.store.current().per_tool.uses_demo_backend,
     }
 }
 

@@ -79,7 +79,7 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
     // Whether search ranks by meaning too, with which model (its files'
     // SHA-256), and what its tool vectors hold.
     let search_model = served
-        .prepared
+        .per_tool
         .vectors
         .as_ref()
         .zip(gateway.embedder.as_ref())

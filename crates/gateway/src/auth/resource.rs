@@ -11,7 +11,7 @@
 //! scope shows at once).
 
 use super::{AdminRefusal, Authenticator};
-use crate::jsonrpc::{INVALID_REQUEST, RpcError};
+use crate::jsonrpc::{ErrorReply, INVALID_REQUEST};
 use crate::reply::json_response;
 use crate::visibility::{Rule, Scheme};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -74,7 +74,7 @@ pub fn metadata_url(resource: &str) -> String {
 pub fn challenge(gateway: &Resource<'_>, headers: &HeaderMap, refusal: Refusal) -> Response {
     let (value, message) = challenge_of(gateway, headers, refusal);
     tracing::info!(target: "sezzlee::auth", status = 401, "request refused: {message}");
-    let body = RpcError::new(StatusCode::UNAUTHORIZED, INVALID_REQUEST, message).body(None);
+    let body = ErrorReply::new(StatusCode::UNAUTHORIZED, INVALID_REQUEST, message).body(None);
     with_challenge(json_response(StatusCode::UNAUTHORIZED, &body), &value)
 }
 

@@ -7,7 +7,7 @@
 //! parsing with IDNA, its redirect and retry services, per-request proxy
 //! matching) cost a bare proxy hop half again the CPU it costs without
 //! them (the figures: `benches/README.md`, `http_load`). reqwest stays for the calls it
-//! does better (`super::Client::send` routes them): multipart bodies,
+//! does better (`super::BackendClient::send` routes them): multipart bodies,
 //! whose encoding it owns, calls an egress proxy named in the environment
 //! intercepts, which it tunnels, and URLs with user information (sent as
 //! Basic credentials) or that `http::Uri` refuses (reqwest's parser takes
@@ -94,14 +94,14 @@ fn build(uri: Uri, outgoing: Outgoing) -> Result<Request<Full<Bytes>>, Failure> 
     }
     let body = match outgoing.body {
         None => Full::new(Bytes::new()),
-        Some(super::request::Body::Bytes {
+        Some(super::request::OutgoingBody::Bytes {
             content_type,
             bytes,
         }) => {
             request = request.header(header::CONTENT_TYPE, content_type);
             Full::new(Bytes::from(bytes))
         }
-        Some(super::request::Body::Multipart(_)) => {
+        Some(super::request::OutgoingBody::Multipart(_)) => {
             return Err(unbuildable(
                 "multipart bodies are sent by the other client".to_string(),
             ));
@@ -123,9 +123,9 @@ fn classify(err: &hyper_util::client::legacy::Error, https: bool) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::request::Body;
+    use crate::backend::request::OutgoingBody;
 
-    fn outgoing(headers: &[(&str, &str)], body: Option<Body>) -> Outgoing {
+    fn outgoing(headers: &[(&str, &str)], body: Option<OutgoingBody>) -> Outgoing {
         Outgoing {
             method: "POST".to_string(),
             url: "http://127.0.0.1:1/x".to_string(),
@@ -146,7 +146,7 @@ mod tests {
             uri.clone(),
             outgoing(
                 &[("Accept", "application/json")],
-                Some(Body::Bytes {
+                Some(OutgoingBody::Bytes {
                     content_type: "application/json".to_string(),
                     bytes: b"{}".to_vec(),
                 }),

@@ -16,7 +16,7 @@ pub mod response;
 use crate::environment::Environment;
 use direct::DirectClient;
 use hyper_util::client::proxy::matcher::Matcher;
-use request::{Body, Outgoing};
+use request::{Outgoing, OutgoingBody};
 use reqwest::redirect::Policy;
 use response::BackendResponse;
 use std::time::Duration;
@@ -94,7 +94,7 @@ pub fn host_of(url: &str) -> &str {
 /// `HTTP_PROXY`, `ALL_PROXY`, less `NO_PROXY`) intercepts, and URLs with
 /// user information or that `http::Uri` refuses go through reqwest, which
 /// encodes, tunnels, sends Basic credentials and parses them as before.
-pub struct Client {
+pub struct BackendClient {
     direct: PerThread<DirectClient>,
     reqwest: PerThread<reqwest::Client>,
     /// The environment's egress proxies, read once at start.
@@ -128,7 +128,7 @@ impl<T> PerThread<T> {
     }
 }
 
-impl Client {
+impl BackendClient {
     /// The backend clients, or why they cannot be made (the TLS stack could
     /// not start). There is no fallback: any other client would follow
     /// redirects, which a gateway calling APIs on a caller's behalf must
@@ -139,7 +139,7 @@ impl Client {
         max_response_bytes: usize,
         serving_threads: usize,
         environment: Environment,
-    ) -> Result<Client, String> {
+    ) -> Result<BackendClient, String> {
         let direct = PerThread::new(serving_threads, DirectClient::new)
             .map_err(|err| format!("TLS: {err}"))?;
         let reqwest = PerThread::new(serving_threads, || {
@@ -150,7 +150,7 @@ impl Client {
                 .build()
         })
         .map_err(|err| err.to_string())?;
-        Ok(Client {
+        Ok(BackendClient {
             direct,
             reqwest,
             proxies: Matcher::from_env(),
@@ -179,7 +179,7 @@ impl Client {
         // information, which reqwest sends as Basic credentials.
         let direct_uri = match outgoing.url.parse::<axum::http::Uri>() {
             Ok(uri)
-                if !matches!(outgoing.body, Some(Body::Multipart(_)))
+                if !matches!(outgoing.body, Some(OutgoingBody::Multipart(_)))
                     && !uri.authority().is_some_and(|a| a.as_str().contains('@'))
                     && self.proxies.intercept(&uri).is_none() =>
             {
@@ -225,11 +225,11 @@ fn reqwest_request(
     }
     builder = match outgoing.body {
         None => builder,
-        Some(Body::Bytes {
+        Some(OutgoingBody::Bytes {
             content_type,
             bytes,
         }) => builder.header("content-type", content_type).body(bytes),
-        Some(Body::Multipart(parts)) => {
+        Some(OutgoingBody::Multipart(parts)) => {
             let mut form = reqwest::multipart::Form::new();
             for part in parts {
                 let mut item = reqwest::multipart::Part::bytes(part.bytes);

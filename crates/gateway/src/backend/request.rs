@@ -45,11 +45,11 @@ pub struct Outgoing {
     pub url: String,
     /// Header name (lower case) and value, in order.
     pub headers: Vec<(String, String)>,
-    pub body: Option<Body>,
+    pub body: Option<OutgoingBody>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Body {
+pub enum OutgoingBody {
     /// Raw bytes with their `Content-Type`.
     Bytes {
         content_type: String,
@@ -343,7 +343,7 @@ pub(super) fn problem(member: &str, message: String) -> Vec<Problem> {
 }
 
 /// The whole body from the `body` argument.
-fn whole(media_type: &str, value: &Value, binary: bool) -> Result<Body, Vec<Problem>> {
+fn whole(media_type: &str, value: &Value, binary: bool) -> Result<OutgoingBody, Vec<Problem>> {
     let bytes = if binary {
         let text = value.as_str().unwrap_or_default();
         base64::engine::general_purpose::STANDARD
@@ -359,7 +359,7 @@ fn whole(media_type: &str, value: &Value, binary: bool) -> Result<Body, Vec<Prob
     } else {
         scalar_text(value, false).into_bytes()
     };
-    Ok(Body::Bytes {
+    Ok(OutgoingBody::Bytes {
         content_type: media_type.to_string(),
         bytes,
     })
@@ -371,19 +371,22 @@ fn object_body(
     media_type: &str,
     members: &[(&Argument, &Value)],
     binary_members: &[String],
-) -> Result<Body, Vec<Problem>> {
+) -> Result<OutgoingBody, Vec<Problem>> {
     match FormKind::of(media_type) {
-        FormKind::UrlEncoded => Ok(Body::Bytes {
+        FormKind::UrlEncoded => Ok(OutgoingBody::Bytes {
             content_type: media_type.to_string(),
             bytes: form::url_encoded(members).into_bytes(),
         }),
-        FormKind::Multipart => Ok(Body::Multipart(form::multipart(members, binary_members)?)),
+        FormKind::Multipart => Ok(OutgoingBody::Multipart(form::multipart(
+            members,
+            binary_members,
+        )?)),
         FormKind::Other => {
             let object: Map<String, Value> = members
                 .iter()
                 .map(|(argument, value)| (argument.wire_name.clone(), (*value).clone()))
                 .collect();
-            Ok(Body::Bytes {
+            Ok(OutgoingBody::Bytes {
                 content_type: media_type.to_string(),
                 bytes: Value::Object(object).to_string().into_bytes(),
             })
@@ -530,7 +533,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             built.body,
-            Some(Body::Bytes {
+            Some(OutgoingBody::Bytes {
                 content_type: "application/json".to_string(),
                 bytes: br#"{"item":"x","tags":["a"]}"#.to_vec()
             })
@@ -546,7 +549,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             built.body,
-            Some(Body::Bytes {
+            Some(OutgoingBody::Bytes {
                 content_type: "application/x-www-form-urlencoded".to_string(),
                 bytes: b"item=a%20b%26c&tags=1&tags=2".to_vec()
             })
@@ -564,7 +567,7 @@ mod tests {
             vec![],
         )
         .unwrap();
-        let Some(Body::Multipart(parts)) = built.body else {
+        let Some(OutgoingBody::Multipart(parts)) = built.body else {
             panic!("multipart expected")
         };
         assert_eq!(

@@ -2,9 +2,9 @@
 //! and the refusal of a protocol version the endpoint does not speak.
 //! Shared here so neither era's module reaches into the other.
 
-use super::{ToolResult, call_tool_result};
+use super::{CallToolResult, call_tool_result};
 use crate::gateway::Gateway;
-use crate::jsonrpc::{INVALID_PARAMS, RpcError, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::jsonrpc::{ErrorReply, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::tools::{self, ToolName};
 use crate::visibility::Caller;
 use axum::http::StatusCode;
@@ -15,8 +15,8 @@ use serde_json::{Map, Value, json};
 /// per-request wire serves only [`STATELESS_VERSION`] (legacy versions are
 /// reached through `initialize`, and listing them here would make a client
 /// retry in a loop).
-pub fn unsupported_version(requested: &str, supported: &[&str]) -> RpcError {
-    RpcError::new(
+pub fn unsupported_version(requested: &str, supported: &[&str]) -> ErrorReply {
+    ErrorReply::new(
         StatusCode::BAD_REQUEST,
         UNSUPPORTED_PROTOCOL_VERSION,
         format!("Unsupported protocol version: {requested}"),
@@ -29,13 +29,13 @@ pub async fn tools_call(
     gateway: &Gateway,
     params: &Value,
     caller: Caller,
-) -> Result<ToolResult, RpcError> {
+) -> Result<CallToolResult, ErrorReply> {
     let name = params
         .get("name")
         .and_then(Value::as_str)
         .unwrap_or_default();
     let Some(tool) = ToolName::parse(name) else {
-        return Err(RpcError::new(
+        return Err(ErrorReply::new(
             StatusCode::OK,
             INVALID_PARAMS,
             format!(
@@ -48,7 +48,7 @@ pub async fn tools_call(
         None | Some(Value::Null) => &empty,
         Some(arguments @ Value::Object(_)) => arguments,
         Some(_) => {
-            return Err(RpcError::new(
+            return Err(ErrorReply::new(
                 StatusCode::OK,
                 INVALID_PARAMS,
                 "Invalid params: tools/call arguments must be an object",
@@ -57,7 +57,7 @@ pub async fn tools_call(
     };
     let served = gateway.store.current();
     let context = tools::Context {
-        served: &served,
+        snapshot: &served,
         caller: &caller,
         budget: gateway.settings.response_budget,
         backend: &gateway.backend,

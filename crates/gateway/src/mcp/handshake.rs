@@ -8,7 +8,7 @@
 use super::headers;
 use super::{HANDSHAKE_VERSIONS, Reply, results, server_info};
 use crate::gateway::Gateway;
-use crate::jsonrpc::{INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError, result_body};
+use crate::jsonrpc::{ErrorReply, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, result_body};
 use crate::tools;
 use crate::visibility::Caller;
 use axum::http::{HeaderMap, StatusCode};
@@ -21,7 +21,7 @@ pub async fn serve(
     headers: &HeaderMap,
     message: Incoming,
     caller: Caller,
-) -> Result<Reply, RpcError> {
+) -> Result<Reply, ErrorReply> {
     // 2025-06-18 and later send the negotiated version on every request
     // after initialize; one we do not speak is refused (2025-03-26 clients
     // send none).
@@ -46,7 +46,7 @@ pub async fn serve(
             return Ok(Reply::Tool(id, result));
         }
         method => {
-            return Err(RpcError::new(
+            return Err(ErrorReply::new(
                 StatusCode::OK,
                 METHOD_NOT_FOUND,
                 format!("Method not found: {method}"),
@@ -61,12 +61,12 @@ pub async fn serve(
 
 /// Version negotiation: the client's version if we speak it, else our
 /// newest legacy version (the client decides whether to continue).
-fn initialize(params: &Value) -> Result<Map<String, Value>, RpcError> {
+fn initialize(params: &Value) -> Result<Map<String, Value>, ErrorReply> {
     let requested = params
         .get("protocolVersion")
         .and_then(Value::as_str)
         .ok_or_else(|| {
-            RpcError::new(
+            ErrorReply::new(
                 StatusCode::BAD_REQUEST,
                 INVALID_PARAMS,
                 "Invalid params: initialize needs params.protocolVersion (a string)",

@@ -6,9 +6,9 @@
 //! message, pick the era and hand over to [`super::stateless`] or
 //! [`super::handshake`].
 
-use super::{Reply, ToolResult, handshake, stateless};
+use super::{CallToolResult, Reply, handshake, stateless};
 use crate::gateway::Gateway;
-use crate::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RpcError, parse_message};
+use crate::jsonrpc::{ErrorReply, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, parse_message};
 use crate::reply::json_response;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
@@ -29,7 +29,7 @@ pub(crate) async fn post_mcp(
     if let Err(origin) = check_origin(&gateway, &headers) {
         return json_response(
             StatusCode::FORBIDDEN,
-            &RpcError::new(
+            &ErrorReply::new(
                 StatusCode::FORBIDDEN,
                 INVALID_REQUEST,
                 format!("Forbidden: Origin '{origin}' is not allowed"),
@@ -51,14 +51,14 @@ pub(crate) async fn post_mcp(
             };
             return json_response(
                 status,
-                &RpcError::new(status, INVALID_REQUEST, message).body(None),
+                &ErrorReply::new(status, INVALID_REQUEST, message).body(None),
             );
         }
     };
     let value: Value = match serde_json::from_slice(&body) {
         Ok(value) => value,
         Err(err) => {
-            let error = RpcError::new(
+            let error = ErrorReply::new(
                 StatusCode::BAD_REQUEST,
                 PARSE_ERROR,
                 format!("Parse error: {err}"),
@@ -177,7 +177,7 @@ fn strip_port(origin: &str) -> &str {
 pub(crate) async fn method_not_allowed() -> Response {
     let mut response = json_response(
         StatusCode::METHOD_NOT_ALLOWED,
-        &RpcError::new(
+        &ErrorReply::new(
             StatusCode::METHOD_NOT_ALLOWED,
             INVALID_REQUEST,
             "Method not allowed: this endpoint takes POST only (no sessions, no GET stream)",
@@ -206,10 +206,10 @@ pub(crate) async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
 
 /// A `tools/call` response: the result's text block is copied in as the
 /// escaped text it already is.
-fn tool_response(id: &Value, result: &ToolResult) -> Response {
+fn tool_response(id: &Value, result: &CallToolResult) -> Response {
     let mut bytes = Vec::with_capacity(result.response_len());
     if let Err(err) = result.write_response(id, &mut bytes) {
-        let error = RpcError::new(
+        let error = ErrorReply::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             INTERNAL_ERROR,
             format!("Internal error: the result could not be written: {err}"),

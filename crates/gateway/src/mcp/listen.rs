@@ -8,7 +8,7 @@
 //! result before it ends.
 
 use crate::gateway::Gateway;
-use crate::jsonrpc::{ErrorCode, INVALID_PARAMS, RpcError};
+use crate::jsonrpc::{ErrorCode, ErrorReply, INVALID_PARAMS};
 use crate::shutdown::ShutdownSignal;
 use crate::streams::Slot;
 use crate::tools::GENERATION_KEY;
@@ -41,9 +41,9 @@ pub fn open(
     id: Value,
     params: &Value,
     caller: &Caller,
-) -> Result<Subscription, RpcError> {
+) -> Result<Subscription, ErrorReply> {
     let Some(filter) = params.get("notifications").and_then(Value::as_object) else {
-        return Err(RpcError::new(
+        return Err(ErrorReply::new(
             StatusCode::BAD_REQUEST,
             INVALID_PARAMS,
             "Invalid params: subscriptions/listen needs a notifications object, e.g. {\"toolsListChanged\": true}",
@@ -54,7 +54,7 @@ pub fn open(
         .streams
         .acquire(caller.stream_key(), settings.max_streams, settings.max_streams_per_caller)
         .map_err(|why| {
-            RpcError::new(
+            ErrorReply::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 TOO_MANY_STREAMS,
                 format!("Too many listen streams: {why}. Close a stream you no longer need, or retry later."),

@@ -39,7 +39,7 @@ pub enum Reply {
     /// A JSON body with its status.
     Json(StatusCode, Value),
     /// `200` with a `tools/call` result for the request `id`.
-    Tool(Value, ToolResult),
+    Tool(Value, CallToolResult),
     /// `202 Accepted`, no body (notifications).
     Accepted,
     /// A `subscriptions/listen` SSE stream.
@@ -51,14 +51,14 @@ pub enum Reply {
 /// kept as its JSON string literal, so a ready answer (a search page) is
 /// copied into the message rather than escaped again.
 #[derive(Debug, Clone)]
-pub struct ToolResult {
+pub struct CallToolResult {
     literal: JsonLiteral,
     is_error: bool,
     /// Members after `content` and `isError`, in order.
     rest: Map<String, Value>,
 }
 
-impl ToolResult {
+impl CallToolResult {
     /// Adds a member after the content.
     pub fn insert(&mut self, key: &str, value: Value) {
         self.rest.insert(key.to_string(), value);
@@ -69,7 +69,7 @@ impl ToolResult {
         self.literal.text()
     }
 
-    /// The result as a JSON value (what [`ToolResult::write_response`]
+    /// The result as a JSON value (what [`CallToolResult::write_response`]
     /// writes under `result`).
     pub fn to_value(&self) -> Value {
         let mut result = Map::new();
@@ -113,9 +113,9 @@ impl ToolResult {
 }
 
 /// The `CallToolResult` of a tool's answer.
-pub fn call_tool_result(answer: ToolAnswer) -> ToolResult {
+pub fn call_tool_result(answer: ToolAnswer) -> CallToolResult {
     let is_error = answer.is_error();
-    ToolResult {
+    CallToolResult {
         literal: answer.into_literal(),
         is_error,
         rest: Map::new(),

@@ -8,7 +8,7 @@ use super::headers::{self, decode_sentinel};
 use super::{Reply, STATELESS_VERSION, results, server_info};
 use crate::gateway::Gateway;
 use crate::jsonrpc::{
-    HEADER_MISMATCH, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, RpcError, result_body,
+    ErrorReply, HEADER_MISMATCH, INVALID_PARAMS, Incoming, METHOD_NOT_FOUND, result_body,
 };
 use crate::tools;
 use crate::visibility::Caller;
@@ -39,7 +39,7 @@ pub async fn serve(
     headers: &HeaderMap,
     message: Incoming,
     caller: Caller,
-) -> Result<Reply, RpcError> {
+) -> Result<Reply, ErrorReply> {
     let meta = message.params.get("_meta").unwrap_or(&Value::Null);
     let version = check_version(meta, headers)?;
     if !meta.get(CAPABILITIES_KEY).is_some_and(Value::is_object) {
@@ -66,7 +66,7 @@ pub async fn serve(
             return super::listen::open(gateway, id, &message.params, &caller).map(Reply::Listen);
         }
         method if REMOVED.contains(&method) => {
-            return Err(RpcError::new(
+            return Err(ErrorReply::new(
                 StatusCode::NOT_FOUND,
                 METHOD_NOT_FOUND,
                 format!(
@@ -75,7 +75,7 @@ pub async fn serve(
             ));
         }
         method => {
-            return Err(RpcError::new(
+            return Err(ErrorReply::new(
                 StatusCode::NOT_FOUND,
                 METHOD_NOT_FOUND,
                 format!("Method not found: {method}"),
@@ -90,7 +90,7 @@ pub async fn serve(
 
 /// The requested version, if this server speaks it. A header that
 /// disagrees with the body is a mismatch before it is anything else.
-fn check_version<'m>(meta: &'m Value, headers: &HeaderMap) -> Result<&'m str, RpcError> {
+fn check_version<'m>(meta: &'m Value, headers: &HeaderMap) -> Result<&'m str, ErrorReply> {
     let Some(requested) = meta.get(VERSION_KEY) else {
         return Err(invalid_params(format!(
             "Invalid params: _meta must carry {VERSION_KEY}"
@@ -117,12 +117,12 @@ fn check_version<'m>(meta: &'m Value, headers: &HeaderMap) -> Result<&'m str, Rp
     Ok(requested)
 }
 
-fn invalid_params(message: String) -> RpcError {
-    RpcError::new(StatusCode::BAD_REQUEST, INVALID_PARAMS, message)
+fn invalid_params(message: String) -> ErrorReply {
+    ErrorReply::new(StatusCode::BAD_REQUEST, INVALID_PARAMS, message)
 }
 
-fn mismatch(message: String) -> RpcError {
-    RpcError::new(
+fn mismatch(message: String) -> ErrorReply {
+    ErrorReply::new(
         StatusCode::BAD_REQUEST,
         HEADER_MISMATCH,
         format!("Header mismatch: {message}"),
@@ -131,7 +131,7 @@ fn mismatch(message: String) -> RpcError {
 
 /// `MCP-Protocol-Version`, `Mcp-Method` and (for calls naming a target)
 /// `Mcp-Name` must be present and equal to the body.
-fn check_headers(headers: &HeaderMap, message: &Incoming, version: &str) -> Result<(), RpcError> {
+fn check_headers(headers: &HeaderMap, message: &Incoming, version: &str) -> Result<(), ErrorReply> {
     let protocol = headers::value(headers, headers::PROTOCOL_VERSION).map_err(mismatch)?;
     match protocol {
         None => {

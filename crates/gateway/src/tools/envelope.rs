@@ -12,14 +12,14 @@ pub use crate::failure_code::Code;
 /// A tool's answer before the protocol layer wraps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolAnswer {
-    body: Body,
+    body: AnswerJson,
     /// The failure's code; `None` for a success.
     failure: Option<Code>,
 }
 
 /// The answer's JSON, as a value, as text, or as text ready for a message.
 #[derive(Debug, Clone, PartialEq)]
-enum Body {
+enum AnswerJson {
     /// Built, not yet serialised.
     Value(Value),
     /// Serialised by the budget check (so the protocol layer does not
@@ -57,7 +57,7 @@ impl Retry {
 impl ToolAnswer {
     pub fn ok(payload: Value) -> ToolAnswer {
         ToolAnswer {
-            body: Body::Value(payload),
+            body: AnswerJson::Value(payload),
             failure: None,
         }
     }
@@ -67,7 +67,7 @@ impl ToolAnswer {
     /// it again).
     pub fn ok_text(text: String) -> ToolAnswer {
         ToolAnswer {
-            body: Body::Text(text),
+            body: AnswerJson::Text(text),
             failure: None,
         }
     }
@@ -76,7 +76,7 @@ impl ToolAnswer {
     /// (a search page).
     pub fn ok_escaped(literal: JsonLiteral) -> ToolAnswer {
         ToolAnswer {
-            body: Body::Escaped(literal),
+            body: AnswerJson::Escaped(literal),
             failure: None,
         }
     }
@@ -94,7 +94,7 @@ impl ToolAnswer {
         payload.insert("retryable".to_string(), json!(retry == Retry::MayHelp));
         payload.extend(extra);
         ToolAnswer {
-            body: Body::Value(Value::Object(payload)),
+            body: AnswerJson::Value(Value::Object(payload)),
             failure: Some(code),
         }
     }
@@ -102,9 +102,9 @@ impl ToolAnswer {
     /// The text block's JSON, taken out (serialised now if it was not yet).
     pub fn into_text(self) -> String {
         match self.body {
-            Body::Text(text) => text,
-            Body::Value(payload) => payload.to_string(),
-            Body::Escaped(literal) => literal.text(),
+            AnswerJson::Text(text) => text,
+            AnswerJson::Value(payload) => payload.to_string(),
+            AnswerJson::Escaped(literal) => literal.text(),
         }
     }
 
@@ -112,16 +112,16 @@ impl ToolAnswer {
     /// message (escaped now unless it was built escaped).
     pub fn into_literal(self) -> JsonLiteral {
         match self.body {
-            Body::Escaped(literal) => literal,
-            Body::Text(text) => JsonLiteral::of(&text),
-            Body::Value(payload) => JsonLiteral::of(&payload.to_string()),
+            AnswerJson::Escaped(literal) => literal,
+            AnswerJson::Text(text) => JsonLiteral::of(&text),
+            AnswerJson::Value(payload) => JsonLiteral::of(&payload.to_string()),
         }
     }
 
     /// The JSON string literal of the text block, when it was built so.
     pub fn literal(&self) -> Option<&JsonLiteral> {
         match &self.body {
-            Body::Escaped(literal) => Some(literal),
+            AnswerJson::Escaped(literal) => Some(literal),
             _ => None,
         }
     }
@@ -205,15 +205,15 @@ pub fn within_budget(answer: ToolAnswer, budget: usize, shrink_hint: &str) -> To
     let (size, body) = match body {
         // An escaped text has at least as many bytes as its text has
         // characters: only a long one needs counting.
-        Body::Escaped(literal) if literal.len().saturating_sub(2) <= budget => {
-            (0, Body::Escaped(literal))
+        AnswerJson::Escaped(literal) if literal.len().saturating_sub(2) <= budget => {
+            (0, AnswerJson::Escaped(literal))
         }
-        Body::Escaped(literal) => (characters(&literal.text()), Body::Escaped(literal)),
-        Body::Value(payload) => {
+        AnswerJson::Escaped(literal) => (characters(&literal.text()), AnswerJson::Escaped(literal)),
+        AnswerJson::Value(payload) => {
             let text = payload.to_string();
-            (characters(&text), Body::Text(text))
+            (characters(&text), AnswerJson::Text(text))
         }
-        Body::Text(text) => (characters(&text), Body::Text(text)),
+        AnswerJson::Text(text) => (characters(&text), AnswerJson::Text(text)),
     };
     if size <= budget {
         return ToolAnswer { body, failure };

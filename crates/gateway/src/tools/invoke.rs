@@ -54,7 +54,7 @@ pub async fn run(context: &Context<'_>, arguments: &Value) -> ToolAnswer {
     context.metrics.invoked(
         &tool.name,
         &tool.document,
-        context.served.catalog.tools().len(),
+        context.snapshot.catalog.tools().len(),
         answer.code(),
     );
     answer
@@ -147,11 +147,11 @@ fn tool_changed(name: &str) -> ToolAnswer {
 /// JSON pointer.
 fn validate(context: &Context, tool: &Tool, instance: &Value) -> Result<(), Vec<Problem>> {
     let index = context
-        .served
+        .snapshot
         .catalog
         .position(&tool.name)
         .ok_or_else(Vec::new)?;
-    let validator = match context.served.prepared.validator(index, tool) {
+    let validator = match context.snapshot.per_tool.validator(index, tool) {
         Ok(validator) => validator,
         Err(why) => {
             tracing::warn!(

@@ -37,7 +37,7 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
 
 /// A tool by name if the caller may see it, with its `authUncertain` flag.
 pub fn find_visible<'a>(context: &Context<'a>, name: &str) -> Option<(&'a Tool, bool)> {
-    let tool = context.served.catalog.tool(name)?;
+    let tool = context.snapshot.catalog.tool(name)?;
     match context.caller.view(tool) {
         View::Hidden => None,
         View::Visible { uncertain } => Some((tool, uncertain)),

@@ -85,14 +85,14 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
         Ok(request) => request,
         Err(answer) => return answer,
     };
-    let served = context.served;
-    let prepared = &served.prepared;
+    let served = context.snapshot;
+    let per_tool = &served.per_tool;
     // Rules are evaluated once per distinct rule, not once per tool; the
     // per-rule views are also what the cache knows the caller by.
-    let rule_views: Option<Vec<View>> = (!context.caller.sees_everything(prepared.has_policy())
-        && !prepared.all_public())
+    let rule_views: Option<Vec<View>> = (!context.caller.sees_everything(per_tool.has_policy())
+        && !per_tool.all_public())
     .then(|| {
-        prepared
+        per_tool
             .rules
             .iter()
             .map(|rule| context.caller.view_rule(rule))
@@ -102,7 +102,7 @@ pub fn run(context: &Context, arguments: &Value) -> ToolAnswer {
     tags.sort();
     tags.dedup();
     let keywords = query_keywords(&request.query);
-    let vectors = prepared.vectors.as_ref().map(|slot| slot.load_full());
+    let vectors = per_tool.vectors.as_ref().map(|slot| slot.load_full());
     let meaning = (semantic::weight_of_meaning(vectors.as_deref(), &keywords) > 0.0).then(|| {
         let embedded = vectors.as_ref().map_or(0, |v| v.embedded());
         (semantic::query_sentence(&request.query), embedded)
@@ -133,19 +133,19 @@ fn rank(
     key: &SearchKey,
     vectors: Option<&sezzlee_semantic::ToolVectors>,
 ) -> ToolAnswer {
-    let served = context.served;
+    let served = context.snapshot;
     let tools = served.catalog.tools();
-    let prepared = &served.prepared;
+    let per_tool = &served.per_tool;
     let views: Option<Vec<View>> = key
         .views
         .as_ref()
-        .map(|by_rule| prepared.rule_of.iter().map(|&r| by_rule[r]).collect());
+        .map(|by_rule| per_tool.rule_of.iter().map(|&r| by_rule[r]).collect());
     let visible = |i: usize| views.as_ref().is_none_or(|v| v[i] != View::Hidden);
     let tagged = |i: usize| {
         request
             .tags
             .iter()
-            .all(|wanted| prepared.folded_tags[i].iter().any(|t| t == wanted))
+            .all(|wanted| per_tool.folded_tags[i].iter().any(|t| t == wanted))
     };
     let include = |i: usize| visible(i) && tagged(i);
     let total = if views.is_none() && request.tags.is_empty() {
@@ -169,15 +169,15 @@ fn rank(
         include,
         Some(&served.search_cache),
     );
-    // The whole catalog's vocabulary is served as prepared (escaped once
+    // The whole catalog's vocabulary is served as per_tool (escaped once
     // per catalog); only a restricted view needs its own.
     let restricted_tags: Escaped;
     let tags_member = match &views {
-        None => &prepared.tags_member,
+        None => &per_tool.tags_member,
         Some(_) => {
             let mut tags: Vec<&String> = (0..tools.len())
                 .filter(|&i| visible(i))
-                .flat_map(|i| prepared.folded_tags[i].iter())
+                .flat_map(|i| per_tool.folded_tags[i].iter())
                 .collect();
             tags.sort();
             tags.dedup();
@@ -193,7 +193,7 @@ fn rank(
     let cards_len: usize = if request.schema_detail {
         ranked.len() * 1024
     } else {
-        ranked.iter().map(|&i| prepared.cards[i].len() + 32).sum()
+        ranked.iter().map(|&i| per_tool.cards[i].len() + 32).sum()
     };
     let mut page = LiteralBuilder::with_capacity(256 + cards_len);
     page.push_text("{\"total\":");
@@ -211,7 +211,7 @@ fn rank(
         if request.schema_detail {
             page.push_text(&load::answer(&tools[i], uncertain).to_string());
         } else {
-            push_card(&mut page, &prepared.cards[i], uncertain);
+            push_card(&mut page, &per_tool.cards[i], uncertain);
         }
     }
     page.push_text("]}");

@@ -14,7 +14,7 @@
 //! result.
 //!
 //! Safety of reuse rests on two rules:
-//! - the cache belongs to one [`super::served::Served`] snapshot, so a reload
+//! - the cache belongs to one [`super::snapshot::Snapshot`] snapshot, so a reload
 //!   starts with an empty one and no answer outlives the catalog it was
 //!   ranked on;
 //! - the [`SearchKey`] holds everything the answer depends on: the
