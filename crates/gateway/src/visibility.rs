@@ -21,7 +21,8 @@ use serde_json::{Map, Value};
 use sezzlee_catalog::Tool;
 use sezzlee_catalog::sidecar::Policy;
 
-/// What the request's credentials amount to, all told.
+/// What the request's credentials amount to, all told (derived from its
+/// [`Credentials`], never set on its own).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Credential {
     /// No credential.
@@ -36,12 +37,117 @@ pub enum Credential {
     Rejected,
 }
 
-/// A configured API key the caller presented.
+/// A configured API key the caller presented with its right value.
 #[derive(Debug, Clone, Default)]
 pub struct ApiKeyIdentity {
+    /// The subject the key is configured for.
+    pub subject: String,
     /// The API key names (OpenAPI `apiKey` `name`) it stands for.
     pub names: Vec<String>,
     pub scopes: Vec<String>,
+    pub roles: Vec<String>,
+}
+
+/// A bearer token the gateway verified.
+#[derive(Debug, Clone, Default)]
+pub struct VerifiedToken {
+    /// Its `sub` claim.
+    pub subject: Option<String>,
+    pub scopes: Vec<String>,
+    pub roles: Vec<String>,
+    /// It was issued for this gateway (`[auth.jwt] audience`): it is never
+    /// handed on to a backend.
+    pub for_gateway: bool,
+}
+
+/// What the `Authorization` header carried, as the gateway judged it.
+#[derive(Debug, Clone)]
+pub enum Authorization {
+    /// A bearer token that verified.
+    Verified(VerifiedToken),
+    /// A bearer token that could not be checked (opaque, or no verifier).
+    UnverifiableBearer,
+    /// Another scheme (HTTP basic, ...): only the backend can judge it.
+    OtherScheme,
+    /// Unreadable, a bearer scheme without a token, or a token that fails
+    /// verification: no credential.
+    Invalid,
+}
+
+/// Every credential a request presented, each as the gateway judged it.
+/// What they amount to ([`Credentials::credential`]), and the subject,
+/// scopes and roles policies read, are derived from these, so they always
+/// agree.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    /// A configured API key, when one was presented with its right value.
+    pub api_key: Option<ApiKeyIdentity>,
+    /// Headers that carried a configured API key with a wrong value (not
+    /// a credential the backend might take: an invalid one).
+    pub rejected_key_headers: Vec<String>,
+    /// The `Authorization` header, when there was one.
+    pub authorization: Option<Authorization>,
+    /// A `Cookie` header: a credential only the backend can judge.
+    pub cookie: bool,
+}
+
+impl Credentials {
+    /// What the credentials amount to: verified beats uncertain beats
+    /// rejected beats none.
+    pub fn credential(&self) -> Credential {
+        let authorization = self.authorization.as_ref();
+        if self.api_key.is_some() || self.token().is_some() {
+            Credential::Verified
+        } else if self.cookie
+            || matches!(
+                authorization,
+                Some(Authorization::UnverifiableBearer | Authorization::OtherScheme)
+            )
+        {
+            Credential::Uncertain
+        } else if !self.rejected_key_headers.is_empty()
+            || matches!(authorization, Some(Authorization::Invalid))
+        {
+            Credential::Rejected
+        } else {
+            Credential::Anonymous
+        }
+    }
+
+    /// The verified bearer token, if one was presented.
+    pub fn token(&self) -> Option<&VerifiedToken> {
+        match &self.authorization {
+            Some(Authorization::Verified(token)) => Some(token),
+            _ => None,
+        }
+    }
+
+    /// Who the caller is: the verified token's subject, else the API key's.
+    pub fn subject(&self) -> Option<&str> {
+        self.token()
+            .and_then(|token| token.subject.as_deref())
+            .or(self.api_key.as_ref().map(|key| key.subject.as_str()))
+    }
+
+    /// Whether a verified credential carries `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        let key = self.api_key.as_ref().map(|key| key.scopes.as_slice());
+        let token = self.token().map(|token| token.scopes.as_slice());
+        [key, token]
+            .into_iter()
+            .flatten()
+            .any(|scopes| scopes.iter().any(|s| s == scope))
+    }
+
+    /// Whether a verified credential carries `role`.
+    pub fn has_role(&self, role: &str) -> bool {
+        let key = self.api_key.as_ref().map(|key| key.roles.as_slice());
+        let token = self.token().map(|token| token.roles.as_slice());
+        [key, token]
+            .into_iter()
+            .flatten()
+            .any(|roles| roles.iter().any(|r| r == role))
+    }
 }
 
 /// The identity a request carries. Its `Debug` shows header names only:
@@ -50,23 +156,7 @@ pub struct ApiKeyIdentity {
 pub struct Caller {
     /// Whether visibility rules apply at all (`[auth]` configured).
     pub rules_apply: bool,
-    pub credential: Credential,
-    pub subject: Option<String>,
-    /// Every verified credential's scopes and roles (what policies read).
-    pub scopes: Vec<String>,
-    pub roles: Vec<String>,
-    /// The scopes of a verified JWT, when one was presented.
-    pub jwt_scopes: Option<Vec<String>>,
-    /// A configured API key, when one was presented.
-    pub api_key: Option<ApiKeyIdentity>,
-    /// A bearer token that could not be checked (opaque, or no verifier).
-    pub unverified_bearer: bool,
-    /// The verified JWT was issued for this gateway (`[auth.jwt]
-    /// audience`): it is never handed on to a backend.
-    pub token_for_gateway: bool,
-    /// Headers that carried a configured API key with a wrong value (not
-    /// a credential the backend might take: an invalid one).
-    pub rejected_key_headers: Vec<String>,
+    pub credentials: Credentials,
     /// The request's headers: the identity `invoke_tool` forwards (only the
     /// headers a backend is configured to receive ever leave).
     pub headers: axum::http::HeaderMap,
@@ -79,14 +169,7 @@ impl std::fmt::Debug for Caller {
         let header_names: Vec<&str> = self.headers.keys().map(|name| name.as_str()).collect();
         f.debug_struct("Caller")
             .field("rules_apply", &self.rules_apply)
-            .field("credential", &self.credential)
-            .field("subject", &self.subject)
-            .field("scopes", &self.scopes)
-            .field("roles", &self.roles)
-            .field("jwt_scopes", &self.jwt_scopes)
-            .field("api_key", &self.api_key)
-            .field("unverified_bearer", &self.unverified_bearer)
-            .field("token_for_gateway", &self.token_for_gateway)
+            .field("credentials", &self.credentials)
             .field("header_names", &header_names)
             .field("address", &self.address)
             .finish()
@@ -216,7 +299,7 @@ impl Caller {
     /// The key per-caller limits count against: the subject, else the
     /// peer address.
     pub fn stream_key(&self) -> String {
-        match (&self.subject, self.address) {
+        match (self.credentials.subject(), self.address) {
             (Some(subject), _) => format!("subject:{subject}"),
             (None, Some(address)) => format!("address:{address}"),
             (None, None) => "anonymous".to_string(),
@@ -274,12 +357,15 @@ impl Caller {
     /// A policy reads the scopes and roles of every verified credential; a
     /// caller with only unverifiable ones is uncertain.
     fn meets_policy(&self, policy: &Policy) -> Meets {
-        match self.credential {
+        match self.credentials.credential() {
             Credential::Anonymous | Credential::Rejected => Meets::No,
             Credential::Uncertain => Meets::Maybe,
             Credential::Verified => {
-                if policy.any_scope.iter().any(|s| self.scopes.contains(s))
-                    || policy.any_role.iter().any(|r| self.roles.contains(r))
+                if policy
+                    .any_scope
+                    .iter()
+                    .any(|s| self.credentials.has_scope(s))
+                    || policy.any_role.iter().any(|r| self.credentials.has_role(r))
                 {
                     Meets::Yes
                 } else {
@@ -298,13 +384,13 @@ impl Caller {
             }
         };
         match scheme {
-            Scheme::Bearer => match &self.jwt_scopes {
-                Some(have) => covers(have),
-                None if self.unverified_bearer => Meets::Maybe,
-                None => Meets::No,
+            Scheme::Bearer => match &self.credentials.authorization {
+                Some(Authorization::Verified(token)) => covers(&token.scopes),
+                Some(Authorization::UnverifiableBearer) => Meets::Maybe,
+                _ => Meets::No,
             },
             Scheme::ApiKey { name, location } => {
-                if let Some(key) = &self.api_key
+                if let Some(key) = &self.credentials.api_key
                     && key.names.iter().any(|n| n.eq_ignore_ascii_case(name))
                 {
                     return covers(&key.scopes);
@@ -313,6 +399,7 @@ impl Caller {
                     KeyLocation::Header => {
                         self.headers.contains_key(name.as_str())
                             && !self
+                                .credentials
                                 .rejected_key_headers
                                 .iter()
                                 .any(|h| h.eq_ignore_ascii_case(name))
@@ -347,7 +434,7 @@ impl Caller {
     /// checkable; an invalid one does not count).
     fn presents_anything(&self) -> bool {
         matches!(
-            self.credential,
+            self.credentials.credential(),
             Credential::Verified | Credential::Uncertain
         )
     }

@@ -25,8 +25,8 @@ pub mod resource;
 use crate::config_error::ConfigError;
 use crate::environment::Environment;
 use crate::settings::AuthSettings;
-use crate::visibility::{ApiKeyIdentity, Caller, Credential};
-use axum::http::{HeaderMap, header};
+use crate::visibility::{ApiKeyIdentity, Authorization, Caller, Credential, VerifiedToken};
+use axum::http::{HeaderMap, HeaderValue, header};
 use jwt::{JwtVerifier, load_jwt};
 use provider::ProviderKeys;
 use serde_json::{Value, json};
@@ -237,90 +237,75 @@ impl Authenticator {
         if !self.configured {
             return caller;
         }
-        let mut rejected = false;
-        let mut uncertain = false;
+        let credentials = &mut caller.credentials;
         for key in &self.api_keys {
             let Some(value) = headers.get(key.header.as_str()) else {
                 continue;
             };
-            if caller.api_key.is_none() && constant_time_eq(value.as_bytes(), key.secret.as_bytes())
+            if credentials.api_key.is_none()
+                && constant_time_eq(value.as_bytes(), key.secret.as_bytes())
             {
-                caller.subject = Some(key.subject.clone());
-                caller.scopes.extend(key.scopes.iter().cloned());
-                caller.roles.extend(key.roles.iter().cloned());
-                caller.api_key = Some(ApiKeyIdentity {
+                credentials.api_key = Some(ApiKeyIdentity {
+                    subject: key.subject.clone(),
                     names: key.names.clone(),
                     scopes: key.scopes.clone(),
+                    roles: key.roles.clone(),
                 });
-            } else if !caller.rejected_key_headers.contains(&key.header) {
-                caller.rejected_key_headers.push(key.header.clone());
+            } else if !credentials.rejected_key_headers.contains(&key.header) {
+                credentials.rejected_key_headers.push(key.header.clone());
             }
         }
-        if caller.api_key.is_none() && !caller.rejected_key_headers.is_empty() {
+        if credentials.api_key.is_none() && !credentials.rejected_key_headers.is_empty() {
             tracing::info!(
                 target: "sezzlee::auth",
-                headers = ?caller.rejected_key_headers,
+                headers = ?credentials.rejected_key_headers,
                 "API key not recognised; treated as no credential"
             );
-            rejected = true;
         }
         if let Some(authorization) = headers.get(header::AUTHORIZATION) {
-            // Not visible ASCII, or a bearer scheme without a token: a
-            // malformed credential, no credential at all.
-            let text = authorization.to_str().unwrap_or_default().trim();
-            let (scheme, token) = text.split_once(' ').unwrap_or((text, ""));
-            match scheme {
-                "" => {
-                    tracing::info!(
-                        target: "sezzlee::auth",
-                        "unreadable Authorization header; treated as no credential"
-                    );
-                    rejected = true;
-                }
-                _ if scheme.eq_ignore_ascii_case("bearer") && token.trim().is_empty() => {
-                    tracing::info!(
-                        target: "sezzlee::auth",
-                        "bearer scheme without a token; treated as no credential"
-                    );
-                    rejected = true;
-                }
-                _ if scheme.eq_ignore_ascii_case("bearer") => {
-                    match self.bearer(token.trim()).await {
-                        Bearer::Verified(claims) => {
-                            if let Some(subject) = claims.get("sub").and_then(Value::as_str) {
-                                caller.subject = Some(subject.to_string());
-                            }
-                            let scopes = scopes_of(&claims);
-                            caller.scopes.extend(scopes.iter().cloned());
-                            caller.roles.extend(claim_strings(claims.get("roles")));
-                            caller.jwt_scopes = Some(scopes);
-                            caller.token_for_gateway =
-                                self.jwt.as_ref().is_some_and(|jwt| jwt.audience.is_some());
-                        }
-                        Bearer::Unverifiable => {
-                            caller.unverified_bearer = true;
-                            uncertain = true;
-                        }
-                        Bearer::Invalid => rejected = true,
-                    }
-                }
-                // HTTP basic and other schemes: only the backend can judge.
-                _ => uncertain = true,
-            }
+            credentials.authorization = Some(self.authorization(authorization).await);
         }
-        if headers.contains_key(header::COOKIE) {
-            uncertain = true;
-        }
-        caller.credential = if caller.api_key.is_some() || caller.jwt_scopes.is_some() {
-            Credential::Verified
-        } else if uncertain {
-            Credential::Uncertain
-        } else if rejected {
-            Credential::Rejected
-        } else {
-            Credential::Anonymous
-        };
+        credentials.cookie = headers.contains_key(header::COOKIE);
         caller
+    }
+
+    /// What an `Authorization` header amounts to.
+    async fn authorization(&self, authorization: &HeaderValue) -> Authorization {
+        // Not visible ASCII, or a bearer scheme without a token: a
+        // malformed credential, no credential at all.
+        let text = authorization.to_str().unwrap_or_default().trim();
+        let (scheme, token) = text.split_once(' ').unwrap_or((text, ""));
+        match scheme {
+            "" => {
+                tracing::info!(
+                    target: "sezzlee::auth",
+                    "unreadable Authorization header; treated as no credential"
+                );
+                Authorization::Invalid
+            }
+            _ if scheme.eq_ignore_ascii_case("bearer") && token.trim().is_empty() => {
+                tracing::info!(
+                    target: "sezzlee::auth",
+                    "bearer scheme without a token; treated as no credential"
+                );
+                Authorization::Invalid
+            }
+            _ if scheme.eq_ignore_ascii_case("bearer") => match self.bearer(token.trim()).await {
+                Bearer::Verified(claims) => Authorization::Verified(VerifiedToken {
+                    subject: claims
+                        .get("sub")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    scopes: scopes_of(&claims),
+                    roles: claim_strings(claims.get("roles")),
+                    for_gateway: self.jwt.as_ref().is_some_and(|jwt| jwt.audience.is_some()),
+                }),
+                Bearer::Unverifiable => Authorization::UnverifiableBearer,
+                Bearer::Invalid => Authorization::Invalid,
+            },
+            // HTTP basic and other schemes: only the backend can judge.
+            _ => Authorization::OtherScheme,
+        }
     }
 
     /// What a bearer token amounts to.
@@ -357,7 +342,7 @@ impl Authenticator {
     /// A bearer token that is not verified (invalid, or opaque) is an
     /// invalid token; anything else is no credential.
     pub fn refusal(&self, caller: &Caller, headers: &HeaderMap) -> Option<resource::Refusal> {
-        if !self.required || caller.credential == Credential::Verified {
+        if !self.required || caller.credentials.credential() == Credential::Verified {
             return None;
         }
         Some(refusal_of(caller, headers))
@@ -377,10 +362,10 @@ impl Authenticator {
         if !self.configured {
             return Ok(());
         }
-        if caller.credential != Credential::Verified {
+        if caller.credentials.credential() != Credential::Verified {
             return Err(AdminRefusal::Unauthenticated(refusal_of(caller, headers)));
         }
-        if caller.scopes.contains(&self.admin_scope) {
+        if caller.credentials.has_scope(&self.admin_scope) {
             Ok(())
         } else {
             Err(AdminRefusal::InsufficientScope)
@@ -415,9 +400,9 @@ fn refusal_of(caller: &Caller, headers: &HeaderMap) -> resource::Refusal {
         .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"));
     if bearer {
         resource::Refusal::InvalidToken
-    } else if !caller.rejected_key_headers.is_empty() {
+    } else if !caller.credentials.rejected_key_headers.is_empty() {
         resource::Refusal::UnknownApiKey
-    } else if caller.credential == Credential::Rejected {
+    } else if caller.credentials.credential() == Credential::Rejected {
         resource::Refusal::InvalidToken
     } else {
         resource::Refusal::NoCredential

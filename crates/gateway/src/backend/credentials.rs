@@ -195,7 +195,11 @@ impl Credentials {
 /// The caller's `Authorization`, unless it is a JWT issued for this very
 /// gateway (its audience checked against `[auth.jwt] audience`).
 fn passthrough(caller: &Caller) -> Result<Option<String>, CredentialError> {
-    if caller.token_for_gateway {
+    if caller
+        .credentials
+        .token()
+        .is_some_and(|token| token.for_gateway)
+    {
         return Err(CredentialError {
             message: "The caller's token was issued for this gateway, and passing it on to the backend is refused. The catalog owner can set backend.auth to tokenExchange (or clientCredentials) in the sidecar.".to_string(),
             retryable: false,
