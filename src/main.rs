@@ -302,7 +302,11 @@ fn main() -> ExitCode {
             ),
             None => commands::check::run(
                 &dir,
-                emit,
+                if emit {
+                    commands::check::Stdout::Definitions
+                } else {
+                    commands::check::Stdout::Report
+                },
                 &sezzlee_catalog::BuildOptions {
                     response_budget,
                     output_depth,

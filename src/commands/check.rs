@@ -16,9 +16,20 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+/// What `sezzlee check` writes on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stdout {
+    /// The report and the summary.
+    Report,
+    /// Every tool definition as a JSON line (`--emit`); the report goes to
+    /// stderr beside the diagnostics.
+    Definitions,
+}
+
 /// Runs the command with the options the gateway would build with; the
 /// exit code is the verdict.
-pub fn run(dir: &Path, emit: bool, options: &BuildOptions) -> ExitCode {
+pub fn run(dir: &Path, output: Stdout, options: &BuildOptions) -> ExitCode {
+    let emit = output == Stdout::Definitions;
     let sources = match Sources::scan(dir, None) {
         Ok(sources) => sources,
         Err(err) => {
@@ -99,8 +110,8 @@ fn places(dir: &Path, diagnostics: &[Diagnostic]) -> HashMap<(String, String), (
         let Ok(text) = std::fs::read_to_string(dir.join(file)) else {
             continue;
         };
-        let yaml = !file.ends_with(".json");
-        for (pointer, place) in super::positions::locate_all(&text, yaml, &pointers) {
+        let syntax = super::positions::Syntax::of_file(file);
+        for (pointer, place) in super::positions::locate_all(&text, syntax, &pointers) {
             places.insert((file.to_string(), pointer), place);
         }
     }

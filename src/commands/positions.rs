@@ -13,10 +13,32 @@ use std::collections::{HashMap, HashSet};
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::Marker;
 
+/// How a catalog file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    Json,
+    Yaml,
+}
+
+impl Syntax {
+    /// A `.json` file is JSON; anything else the catalog reads is YAML.
+    pub fn of_file(name: &str) -> Syntax {
+        if name.ends_with(".json") {
+            Syntax::Json
+        } else {
+            Syntax::Yaml
+        }
+    }
+}
+
 /// 1-based line and column (in characters) of each value `pointers` name
 /// in `text`, in one pass over the text; a pointer the text has no value
-/// for (or a text that is not JSON or YAML, as `yaml` says) is left out.
-pub fn locate_all(text: &str, yaml: bool, pointers: &[&str]) -> HashMap<String, (usize, usize)> {
+/// for (or a text that is not in `syntax`) is left out.
+pub fn locate_all(
+    text: &str,
+    syntax: Syntax,
+    pointers: &[&str],
+) -> HashMap<String, (usize, usize)> {
     let targets: HashMap<Vec<String>, &str> = pointers
         .iter()
         .filter_map(|pointer| Some((segments(pointer)?, *pointer)))
@@ -28,7 +50,7 @@ pub fn locate_all(text: &str, yaml: bool, pointers: &[&str]) -> HashMap<String, 
         }
     }
     let mut found = HashMap::new();
-    if yaml {
+    if syntax == Syntax::Yaml {
         for (path, (line, column)) in locate_yaml(text, &targets) {
             if let Some(pointer) = targets.get(&path) {
                 found.insert(pointer.to_string(), (line, column));
@@ -49,8 +71,8 @@ pub fn locate_all(text: &str, yaml: bool, pointers: &[&str]) -> HashMap<String, 
 
 /// Line and column of one pointer (see [`locate_all`]).
 #[cfg(test)]
-fn locate(text: &str, yaml: bool, pointer: &str) -> Option<(usize, usize)> {
-    locate_all(text, yaml, &[pointer]).remove(pointer)
+fn locate(text: &str, syntax: Syntax, pointer: &str) -> Option<(usize, usize)> {
+    locate_all(text, syntax, &[pointer]).remove(pointer)
 }
 
 /// A pointer's unescaped segments (`~1` is `/`, `~0` is `~`).
@@ -375,19 +397,25 @@ mod tests {
     #[test]
     fn json_pointers_are_placed_on_their_values() {
         // A member at its key, an array item at its value.
-        assert_eq!(locate(JSON, false, "/openapi"), Some((2, 3)));
-        assert_eq!(locate(JSON, false, "/paths/~1a/get"), Some((4, 12)));
-        assert_eq!(locate(JSON, false, "/paths/~1a/get/x/1"), Some((4, 29)));
+        assert_eq!(locate(JSON, Syntax::Json, "/openapi"), Some((2, 3)));
+        assert_eq!(locate(JSON, Syntax::Json, "/paths/~1a/get"), Some((4, 12)));
         assert_eq!(
-            locate(JSON, false, "/paths/~1a/get/x/1/k\"q"),
+            locate(JSON, Syntax::Json, "/paths/~1a/get/x/1"),
+            Some((4, 29))
+        );
+        assert_eq!(
+            locate(JSON, Syntax::Json, "/paths/~1a/get/x/1/k\"q"),
             Some((4, 30))
         );
-        assert_eq!(locate(JSON, false, "/paths/~1b~1{id}/get"), Some((6, 7)));
-        assert_eq!(locate(JSON, false, "/paths/~1c"), None);
-        assert_eq!(locate(JSON, false, ""), Some((1, 1)));
+        assert_eq!(
+            locate(JSON, Syntax::Json, "/paths/~1b~1{id}/get"),
+            Some((6, 7))
+        );
+        assert_eq!(locate(JSON, Syntax::Json, "/paths/~1c"), None);
+        assert_eq!(locate(JSON, Syntax::Json, ""), Some((1, 1)));
         let both = locate_all(
             JSON,
-            false,
+            Syntax::Json,
             &["/openapi", "/paths/~1b~1{id}/get", "/nowhere"],
         );
         assert_eq!(both.len(), 2, "{both:?}");
@@ -397,11 +425,20 @@ mod tests {
 
     #[test]
     fn yaml_pointers_are_placed_on_their_values() {
-        assert_eq!(locate(YAML, true, "/openapi"), Some((1, 1)));
-        assert_eq!(locate(YAML, true, "/paths/~1a/get"), Some((4, 5)));
-        assert_eq!(locate(YAML, true, "/paths/~1a/get/x/1"), Some((5, 14)));
-        assert_eq!(locate(YAML, true, "/paths/~1a/get/x/1/k"), Some((5, 15)));
-        assert_eq!(locate(YAML, true, "/paths/~1b~1{id}/get"), Some((7, 5)));
-        assert_eq!(locate(YAML, true, "/paths/~1c"), None);
+        assert_eq!(locate(YAML, Syntax::Yaml, "/openapi"), Some((1, 1)));
+        assert_eq!(locate(YAML, Syntax::Yaml, "/paths/~1a/get"), Some((4, 5)));
+        assert_eq!(
+            locate(YAML, Syntax::Yaml, "/paths/~1a/get/x/1"),
+            Some((5, 14))
+        );
+        assert_eq!(
+            locate(YAML, Syntax::Yaml, "/paths/~1a/get/x/1/k"),
+            Some((5, 15))
+        );
+        assert_eq!(
+            locate(YAML, Syntax::Yaml, "/paths/~1b~1{id}/get"),
+            Some((7, 5))
+        );
+        assert_eq!(locate(YAML, Syntax::Yaml, "/paths/~1c"), None);
     }
 }

@@ -6,7 +6,8 @@
 
 use super::arguments::{ClientArgs, ClientCommand, config, parse_arguments};
 use super::rendering::{
-    print_call, print_discover, print_event, print_invoke, print_load, print_search, print_tools,
+    Output, print_call, print_discover, print_event, print_invoke, print_load, print_search,
+    print_tools,
 };
 use sezzlee_client::listen::{ListenEvent, ListenOptions};
 use sezzlee_client::{Client, ClientError, Detail, GatewayClient, Search};
@@ -14,18 +15,18 @@ use std::process::ExitCode;
 
 pub(super) async fn execute(args: ClientArgs) -> Result<ExitCode, ClientError> {
     let client = Client::new(config(&args)?)?;
-    let json = args.json;
+    let output = Output::of_flag(args.json);
     let outcome = match args.command {
         ClientCommand::Listen {
             count,
             max_reconnects,
-        } => listen(&client, json, count, max_reconnects).await,
-        ClientCommand::Discover => discover(&client, json).await,
-        ClientCommand::Tools => tools(&client, json).await,
+        } => listen(&client, output, count, max_reconnects).await,
+        ClientCommand::Discover => discover(&client, output).await,
+        ClientCommand::Tools => tools(&client, output).await,
         ClientCommand::Call { name, arguments } => {
             let arguments = parse_arguments(arguments.as_deref())?;
             let result = client.call_tool(&name, arguments).await;
-            result.map(|result| print_call(&result, json))
+            result.map(|result| print_call(&result, output))
         }
         ClientCommand::Search {
             query,
@@ -47,13 +48,13 @@ pub(super) async fn execute(args: ClientArgs) -> Result<ExitCode, ClientError> {
             };
             let result = gateway.search(search).await;
             let _ = gateway.client().close().await;
-            return result.map(|result| print_search(&result, json, schema));
+            return result.map(|result| print_search(&result, output, detail));
         }
         ClientCommand::Load { name } => {
             let gateway = GatewayClient::new(client);
             let outcome = gateway.load(&name).await;
             let _ = gateway.client().close().await;
-            return outcome.map(|outcome| print_load(&outcome, json));
+            return outcome.map(|outcome| print_load(&outcome, output));
         }
         ClientCommand::Invoke {
             name,
@@ -65,7 +66,7 @@ pub(super) async fn execute(args: ClientArgs) -> Result<ExitCode, ClientError> {
             let gateway = GatewayClient::new(client).retry_on_change(!no_retry);
             let outcome = gateway.invoke(&name, arguments, pin.as_deref()).await;
             let _ = gateway.client().close().await;
-            return outcome.map(|outcome| print_invoke(&outcome, json));
+            return outcome.map(|outcome| print_invoke(&outcome, output));
         }
     };
     // End a legacy session whatever happened; its failure is not the command's.
@@ -75,7 +76,7 @@ pub(super) async fn execute(args: ClientArgs) -> Result<ExitCode, ClientError> {
     outcome
 }
 
-async fn discover(client: &Client, json: bool) -> Result<ExitCode, ClientError> {
+async fn discover(client: &Client, output: Output) -> Result<ExitCode, ClientError> {
     let mut server = client.discover().await?;
     // Every version the server speaks: what discover (or initialize) says,
     // and the initialize-era versions it answers in kind.
@@ -84,19 +85,19 @@ async fn discover(client: &Client, json: bool) -> Result<ExitCode, ClientError> 
             server.supported_versions.push(version);
         }
     }
-    print_discover(&server, json);
+    print_discover(&server, output);
     Ok(ExitCode::SUCCESS)
 }
 
-async fn tools(client: &Client, json: bool) -> Result<ExitCode, ClientError> {
+async fn tools(client: &Client, output: Output) -> Result<ExitCode, ClientError> {
     let list = client.list_tools().await?;
-    print_tools(&list, json);
+    print_tools(&list, output);
     Ok(ExitCode::SUCCESS)
 }
 
 async fn listen(
     client: &Client,
-    json: bool,
+    output: Output,
     count: Option<u64>,
     max_reconnects: u32,
 ) -> Result<ExitCode, ClientError> {
@@ -115,7 +116,7 @@ async fn listen(
             return Ok(ExitCode::SUCCESS);
         };
         let event = event?;
-        print_event(&event, json);
+        print_event(&event, output);
         match event {
             ListenEvent::Closed => return Ok(ExitCode::SUCCESS),
             ListenEvent::Notification { .. } => {

@@ -32,11 +32,11 @@ pub fn run(args: ClientArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let json = args.json;
+    let output = rendering::Output::of_flag(args.json);
     match runtime.block_on(execute(args)) {
         Ok(code) => code,
         Err(err) => {
-            report(&err, json);
+            report(&err, output);
             ExitCode::from(2)
         }
     }

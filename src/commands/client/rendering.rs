@@ -4,21 +4,36 @@
 //! goes through [`clean`] before it reaches a terminal.
 
 use serde_json::{Value, json};
+use sezzlee_client::Detail;
 use sezzlee_client::gateway::{InvokeOutcome, LoadOutcome, error_code};
 use sezzlee_client::listen::ListenEvent;
 use sezzlee_client::{ClientError, ServerDescription, ToolList, ToolResult};
 use std::process::ExitCode;
 
-pub(super) fn report(err: &ClientError, json: bool) {
-    if json {
+/// How `sezzlee client` prints: text for a person, or `--json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Output {
+    Text,
+    Json,
+}
+
+impl Output {
+    /// `--json` given or not.
+    pub(super) fn of_flag(json: bool) -> Output {
+        if json { Output::Json } else { Output::Text }
+    }
+}
+
+pub(super) fn report(err: &ClientError, output: Output) {
+    if output == Output::Json {
         println!("{}", json!({"error": err.to_json()}));
     } else {
         eprintln!("sezzlee client: {}", clean(&err.to_string()));
     }
 }
 
-pub(super) fn print_discover(server: &ServerDescription, json: bool) {
-    if json {
+pub(super) fn print_discover(server: &ServerDescription, output: Output) {
+    if output == Output::Json {
         print_json(&json!({
             "era": server.era.to_string(),
             "protocolVersion": server.protocol_version,
@@ -60,8 +75,8 @@ pub(super) fn print_discover(server: &ServerDescription, json: bool) {
     }
 }
 
-pub(super) fn print_tools(list: &ToolList, json: bool) {
-    if json {
+pub(super) fn print_tools(list: &ToolList, output: Output) {
+    if output == Output::Json {
         let rejected: Vec<Value> = list
             .rejected
             .iter()
@@ -96,9 +111,9 @@ pub(super) fn print_tools(list: &ToolList, json: bool) {
     );
 }
 
-pub(super) fn print_call(result: &ToolResult, json: bool) -> ExitCode {
+pub(super) fn print_call(result: &ToolResult, output: Output) -> ExitCode {
     warn_all(&result.warnings);
-    if json {
+    if output == Output::Json {
         print_json(&result.raw);
     } else {
         for block in &result.content {
@@ -174,10 +189,10 @@ fn print_failure(result: &ToolResult) {
     }
 }
 
-pub(super) fn print_search(result: &ToolResult, json: bool, schema: bool) -> ExitCode {
+pub(super) fn print_search(result: &ToolResult, output: Output, detail: Detail) -> ExitCode {
     warn_all(&result.warnings);
     let payload = payload(result);
-    if json {
+    if output == Output::Json {
         print_json(&payload);
     } else if result.is_error {
         print_failure(result);
@@ -197,7 +212,7 @@ pub(super) fn print_search(result: &ToolResult, json: bool, schema: bool) -> Exi
             println!("tags: {}", clean(&tags.join(", ")));
         }
         for card in &results {
-            if schema {
+            if detail == Detail::Schema {
                 println!("{}", clean(&pretty(card)));
                 continue;
             }
@@ -222,10 +237,10 @@ pub(super) fn print_search(result: &ToolResult, json: bool, schema: bool) -> Exi
     exit_for(result)
 }
 
-pub(super) fn print_load(outcome: &LoadOutcome, json: bool) -> ExitCode {
+pub(super) fn print_load(outcome: &LoadOutcome, output: Output) -> ExitCode {
     match outcome {
         LoadOutcome::Failed(result) => {
-            if json {
+            if output == Output::Json {
                 print_json(&payload(result));
             } else {
                 print_failure(result);
@@ -233,7 +248,7 @@ pub(super) fn print_load(outcome: &LoadOutcome, json: bool) -> ExitCode {
             ExitCode::from(1)
         }
         LoadOutcome::Loaded { tool, .. } => {
-            if json {
+            if output == Output::Json {
                 print_json(&tool.definition);
             } else {
                 println!("{} (version {})", clean(&tool.name), clean(&tool.version));
@@ -244,7 +259,7 @@ pub(super) fn print_load(outcome: &LoadOutcome, json: bool) -> ExitCode {
     }
 }
 
-pub(super) fn print_invoke(outcome: &InvokeOutcome, json: bool) -> ExitCode {
+pub(super) fn print_invoke(outcome: &InvokeOutcome, output: Output) -> ExitCode {
     let result = &outcome.result;
     warn_all(&result.warnings);
     if let Some(refused) = &outcome.retried_from {
@@ -258,7 +273,7 @@ pub(super) fn print_invoke(outcome: &InvokeOutcome, json: bool) -> ExitCode {
                 .unwrap_or_default()
         );
     }
-    if json {
+    if output == Output::Json {
         print_json(&json!({
             "isError": result.is_error,
             "version": outcome.version,
@@ -283,8 +298,8 @@ pub(super) fn print_invoke(outcome: &InvokeOutcome, json: bool) -> ExitCode {
     exit_for(result)
 }
 
-pub(super) fn print_event(event: &ListenEvent, json: bool) {
-    if json {
+pub(super) fn print_event(event: &ListenEvent, output: Output) {
+    if output == Output::Json {
         let line = match event {
             ListenEvent::Acknowledged {
                 subscription_id,
