@@ -7,6 +7,30 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// Which cap refused a new stream, and how many streams it counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamLimit {
+    /// The gateway's own cap (`max_streams`).
+    Total { open: usize },
+    /// The caller's cap (`max_streams_per_caller`).
+    PerCaller { open: usize },
+}
+
+impl std::fmt::Display for StreamLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamLimit::Total { open } => write!(
+                f,
+                "the gateway already serves {open} listen streams, its limit"
+            ),
+            StreamLimit::PerCaller { open } => write!(
+                f,
+                "this caller already has {open} listen streams open, the limit per caller"
+            ),
+        }
+    }
+}
+
 /// Open listen streams, in all and per caller.
 #[derive(Default)]
 pub struct Registry {
@@ -20,22 +44,18 @@ impl Registry {
         key: String,
         max_total: usize,
         max_per_caller: usize,
-    ) -> Result<Slot, String> {
+    ) -> Result<Slot, StreamLimit> {
         let mut open = self
             .open
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let total: usize = open.values().sum();
         if total >= max_total {
-            return Err(format!(
-                "the gateway already serves {total} listen streams, its limit"
-            ));
+            return Err(StreamLimit::Total { open: total });
         }
         let mine = open.entry(key.clone()).or_default();
         if *mine >= max_per_caller {
-            return Err(format!(
-                "this caller already has {mine} listen streams open, the limit per caller"
-            ));
+            return Err(StreamLimit::PerCaller { open: *mine });
         }
         *mine += 1;
         Ok(Slot {

@@ -35,8 +35,24 @@ pub fn value<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, 
     Ok(Some(text))
 }
 
+/// Why a Base64 sentinel value cannot be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SentinelError {
+    NotBase64,
+    NotUtf8,
+}
+
+impl std::fmt::Display for SentinelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SentinelError::NotBase64 => "its Base64 sentinel value does not decode",
+            SentinelError::NotUtf8 => "its Base64 sentinel value is not UTF-8",
+        })
+    }
+}
+
 /// Decodes the Base64 sentinel form `=?base64?…?=`; plain values pass as is.
-pub fn decode_sentinel(value: &str) -> Result<String, String> {
+pub fn decode_sentinel(value: &str) -> Result<String, SentinelError> {
     match value
         .strip_prefix("=?base64?")
         .and_then(|rest| rest.strip_suffix("?="))
@@ -44,9 +60,8 @@ pub fn decode_sentinel(value: &str) -> Result<String, String> {
         Some(encoded) => {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(encoded)
-                .map_err(|_| "its Base64 sentinel value does not decode".to_string())?;
-            String::from_utf8(bytes)
-                .map_err(|_| "its Base64 sentinel value is not UTF-8".to_string())
+                .map_err(|_| SentinelError::NotBase64)?;
+            String::from_utf8(bytes).map_err(|_| SentinelError::NotUtf8)
         }
         None => Ok(value.to_string()),
     }
@@ -67,7 +82,14 @@ mod tests {
             decode_sentinel("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=").unwrap(),
             "=?base64?literal?="
         );
-        assert!(decode_sentinel("=?base64?***?=").is_err());
+        assert_eq!(
+            decode_sentinel("=?base64?***?="),
+            Err(SentinelError::NotBase64)
+        );
+        assert_eq!(
+            decode_sentinel("=?base64?/w==?="),
+            Err(SentinelError::NotUtf8)
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub(crate) async fn post_mcp(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    if let Err(origin) = check_origin(&gateway, &headers) {
+    if let Err(ForbiddenOrigin(origin)) = check_origin(&gateway, &headers) {
         return json_response(
             StatusCode::FORBIDDEN,
             &ErrorReply::new(
@@ -135,12 +135,18 @@ fn is_stateless_era(headers: &HeaderMap, params: &Value) -> bool {
     )
 }
 
+/// An `Origin` the gateway does not allow, as shown in the refusal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ForbiddenOrigin(String);
+
 /// An `Origin` header, when present, must be an allowed origin (any port).
-fn check_origin(gateway: &Gateway, headers: &HeaderMap) -> Result<(), String> {
+fn check_origin(gateway: &Gateway, headers: &HeaderMap) -> Result<(), ForbiddenOrigin> {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return Ok(());
     };
-    let origin = origin.to_str().map_err(|_| "(not ASCII)".to_string())?;
+    let origin = origin
+        .to_str()
+        .map_err(|_| ForbiddenOrigin("(not ASCII)".to_string()))?;
     let allowed = &gateway.settings.allowed_origins;
     if allowed.iter().any(|a| a == "*") {
         return Ok(());
@@ -152,7 +158,7 @@ fn check_origin(gateway: &Gateway, headers: &HeaderMap) -> Result<(), String> {
     {
         Ok(())
     } else {
-        Err(origin.to_string())
+        Err(ForbiddenOrigin(origin.to_string()))
     }
 }
 
