@@ -24,7 +24,7 @@ pub struct Revision {
 impl Revision {
     /// `{"catalog":7,"container":4,"operation":2}` with unset levels left
     /// out; `None` when no level is set.
-    pub fn to_value(&self) -> Option<Value> {
+    pub fn to_value(self) -> Option<Value> {
         let mut out = Map::new();
         for (key, level) in [
             ("catalog", self.catalog),

@@ -11,6 +11,7 @@ use super::rpc::{self, ErrorCode, HANDSHAKE_VERSIONS, STATELESS_VERSION, UNSUPPO
 use super::transport::{Answer, SESSION_HEADER, Transport, preview};
 use serde_json::{Map, Value};
 use sezzlee_json::strings;
+use sezzlee_protocol::{Method, notification};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -201,8 +202,8 @@ enum Probe {
 /// rules of Streamable HTTP.
 async fn probe(transport: &Transport, id: &impl Fn() -> Value) -> Result<Probe, ClientError> {
     let id = id();
-    let body = rpc::modern_body(&id, "server/discover", Map::new());
-    let headers = rpc::modern_headers("server/discover", &Map::new());
+    let body = rpc::modern_body(&id, Method::ServerDiscover.as_str(), Map::new());
+    let headers = rpc::modern_headers(Method::ServerDiscover.as_str(), &Map::new());
     let newest = HANDSHAKE_VERSIONS[0];
     match transport.send(&body, &headers, Some(&id)).await? {
         Answer::Message {
@@ -281,7 +282,11 @@ pub async fn initialize(
     id: &impl Fn() -> Value,
 ) -> Result<Negotiated, ClientError> {
     let request_id = id();
-    let body = rpc::legacy_body(&request_id, "initialize", rpc::initialize_params(version));
+    let body = rpc::legacy_body(
+        &request_id,
+        Method::Initialize.as_str(),
+        rpc::initialize_params(version),
+    );
     let (result, session) = match transport.send(&body, &[], Some(&request_id)).await? {
         Answer::Message {
             status,
@@ -327,7 +332,7 @@ pub async fn initialize(
         server: result.clone(),
         remembered: false,
     };
-    let initialized = rpc::notification("notifications/initialized");
+    let initialized = rpc::notification(notification::INITIALIZED);
     match transport
         .send(&initialized, &negotiated.legacy_headers(), None)
         .await?

@@ -122,7 +122,7 @@ impl GatewayClient {
     /// records the generation it carries).
     pub fn observe(&self, event: &ListenEvent) {
         if let ListenEvent::Notification { method, params } = event
-            && method == "notifications/tools/list_changed"
+            && method == sezzlee_protocol::notification::TOOLS_LIST_CHANGED
         {
             if let Some(generation) = params
                 .get("_meta")

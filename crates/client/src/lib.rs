@@ -31,6 +31,7 @@ pub use tools::{Tool, ToolList, ToolResult};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
+use sezzlee_protocol::Method;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
@@ -315,7 +316,10 @@ impl Client {
         let negotiated = self.connect().await?;
         let raw = match negotiated.era {
             Era::Modern if negotiated.server.is_object() => negotiated.server.clone(),
-            Era::Modern => self.request("server/discover", Map::new()).await?,
+            Era::Modern => {
+                self.request(Method::ServerDiscover.as_str(), Map::new())
+                    .await?
+            }
             Era::Legacy => negotiated.server.clone(),
         };
         let mut server_info = raw.get("serverInfo").cloned().unwrap_or(Value::Null);

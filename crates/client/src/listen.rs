@@ -14,6 +14,7 @@ use super::rpc::{self, SUBSCRIPTION_KEY};
 use super::transport::{Answer, EventStream, Opened, preview};
 use super::{Client, ClientError, RpcError};
 use serde_json::{Map, Value};
+use sezzlee_protocol::{Method, notification};
 use std::time::Duration;
 
 /// What a listener yields.
@@ -109,8 +110,8 @@ impl Listener<'_> {
             "notifications".to_string(),
             Value::Object(self.options.filter.clone()),
         );
-        let body = rpc::modern_body(&id, "subscriptions/listen", params.clone());
-        let headers = rpc::modern_headers("subscriptions/listen", &params);
+        let body = rpc::modern_body(&id, Method::SubscriptionsListen.as_str(), params.clone());
+        let headers = rpc::modern_headers(Method::SubscriptionsListen.as_str(), &params);
         let timeout = self.client.config().timeout;
         let opened = tokio::time::timeout(timeout, self.client.transport().open(&body, &headers))
             .await
@@ -241,7 +242,7 @@ impl Listener<'_> {
             return Ok(None);
         }
         if !self.acknowledged {
-            if method != "notifications/subscriptions/acknowledged" {
+            if method != notification::SUBSCRIPTIONS_ACKNOWLEDGED {
                 return Err(ClientError::Malformed(format!(
                     "the listen stream began with {method}, not the acknowledgement"
                 )));
@@ -264,7 +265,7 @@ impl Listener<'_> {
                 not_honoured,
             }));
         }
-        if method == "notifications/tools/list_changed" {
+        if method == notification::TOOLS_LIST_CHANGED {
             self.client.invalidate_tools();
         }
         Ok(Some(ListenEvent::Notification { method, params }))

@@ -21,16 +21,6 @@ pub use sezzlee_protocol::{ErrorCode, HANDSHAKE_VERSIONS, STATELESS_VERSION};
 pub const HEADER_MISMATCH: ErrorCode = ErrorCode::HEADER_MISMATCH;
 pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode::UNSUPPORTED_PROTOCOL_VERSION;
 
-/// Methods whose `Mcp-Name` header mirrors `params.name` (`uri` for
-/// `resources/read`).
-fn named_param(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    }
-}
-
 /// This client's identity.
 pub fn client_info() -> Value {
     json!({"name": "sezzlee-client", "version": env!("CARGO_PKG_VERSION")})
@@ -87,7 +77,7 @@ pub fn modern_headers(method: &str, params: &Map<String, Value>) -> Vec<(String,
         ),
         ("Mcp-Method".to_string(), method.to_string()),
     ];
-    if let Some(key) = named_param(method) {
+    if let Some(key) = sezzlee_protocol::name_param(method) {
         let name = params.get(key).and_then(Value::as_str).unwrap_or_default();
         headers.push(("Mcp-Name".to_string(), encode_header_value(name)));
     }

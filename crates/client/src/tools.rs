@@ -9,6 +9,7 @@
 use super::rpc::{self, HEADER_MISMATCH, HeaderParam};
 use super::{Client, ClientError};
 use serde_json::{Map, Value, json};
+use sezzlee_protocol::Method;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -216,7 +217,7 @@ impl Client {
             if let Some(cursor) = &cursor {
                 params.insert("cursor".to_string(), json!(cursor));
             }
-            let result = self.request("tools/list", params).await?;
+            let result = self.request(Method::ToolsList.as_str(), params).await?;
             pages += 1;
             if pages == 1 {
                 ttl_ms = result.get("ttlMs").and_then(Value::as_u64);
@@ -309,7 +310,7 @@ impl Client {
             params.insert("name".to_string(), json!(name));
             params.insert("arguments".to_string(), arguments.clone());
             match self
-                .request_with("tools/call", params, &headers, timeout)
+                .request_with(Method::ToolsCall.as_str(), params, &headers, timeout)
                 .await
             {
                 Ok(raw) => {

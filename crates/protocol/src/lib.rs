@@ -84,6 +84,80 @@ impl std::fmt::Display for ErrorCode {
     }
 }
 
+/// The methods this workspace sends or serves, by name. A message from
+/// the wire names any string: [`Method::parse`] says which of these it is,
+/// if any, and the rest is the serving side's business.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// The `initialize`-era handshake.
+    Initialize,
+    /// The `initialize`-era liveness check.
+    Ping,
+    /// 2026-07-28: what the server speaks, with no session.
+    ServerDiscover,
+    ToolsList,
+    ToolsCall,
+    /// 2026-07-28: a stream of notifications.
+    SubscriptionsListen,
+}
+
+impl Method {
+    /// Every method, in the order above.
+    pub const ALL: [Method; 6] = [
+        Method::Initialize,
+        Method::Ping,
+        Method::ServerDiscover,
+        Method::ToolsList,
+        Method::ToolsCall,
+        Method::SubscriptionsListen,
+    ];
+
+    /// The name as it stands in `method` and `Mcp-Method`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Method::Initialize => "initialize",
+            Method::Ping => "ping",
+            Method::ServerDiscover => "server/discover",
+            Method::ToolsList => "tools/list",
+            Method::ToolsCall => "tools/call",
+            Method::SubscriptionsListen => "subscriptions/listen",
+        }
+    }
+
+    /// The method called `name`, if it is one of these.
+    pub fn parse(name: &str) -> Option<Method> {
+        Method::ALL
+            .into_iter()
+            .find(|method| method.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The notifications this workspace sends or reads, by name.
+pub mod notification {
+    /// The `initialize`-era client's "ready" after the handshake.
+    pub const INITIALIZED: &str = "notifications/initialized";
+    /// The tools changed: list them again.
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    /// 2026-07-28: the first message of a `subscriptions/listen` stream.
+    pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+}
+
+/// 2026-07-28: the `params` member a method's `Mcp-Name` header mirrors
+/// (`name` for a tool call or a prompt, `uri` for a resource read).
+pub fn name_param(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +171,21 @@ mod tests {
         assert_eq!(all, sorted);
         assert_eq!(ErrorCode::PARSE_ERROR, -32700);
         assert_eq!(i64::from(ErrorCode::INVALID_PARAMS), -32602);
+    }
+
+    #[test]
+    fn every_method_parses_back_from_its_name() {
+        for method in Method::ALL {
+            assert_eq!(Method::parse(method.as_str()), Some(method));
+        }
+        assert_eq!(Method::parse("tools/cal"), None);
+        assert_eq!(Method::parse("Tools/List"), None);
+    }
+
+    #[test]
+    fn only_named_methods_mirror_a_parameter() {
+        assert_eq!(name_param(Method::ToolsCall.as_str()), Some("name"));
+        assert_eq!(name_param("resources/read"), Some("uri"));
+        assert_eq!(name_param(Method::ToolsList.as_str()), None);
     }
 }

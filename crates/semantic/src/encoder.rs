@@ -191,11 +191,6 @@ impl Encoder {
         self.shape.hidden
     }
 
-    /// The encoder's shape.
-    pub fn shape(&self) -> Shape {
-        self.shape
-    }
-
     /// The token ids of `text` with the model's special tokens, cut to
     /// [`MAX_TOKENS`] (the closing token kept).
     pub fn token_ids(&self, text: &str) -> Option<Vec<u32>> {
@@ -233,12 +228,6 @@ impl Encoder {
         }
         let ids = self.token_ids(text)?;
         self.forward_on(&ids, threads)
-    }
-
-    /// The encoder on `ids` (at most the model's positions), mean-pooled
-    /// and normalised.
-    pub fn forward(&self, ids: &[u32]) -> Option<Vec<f32>> {
-        self.forward_on(ids, Threads::One)
     }
 
     fn forward_on(&self, ids: &[u32], threads: Threads) -> Option<Vec<f32>> {

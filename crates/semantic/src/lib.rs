@@ -13,14 +13,14 @@
 //! catalog stays conversion, keyword search (`sezzlee_search`) stays pure.
 
 pub mod cache;
-pub mod encoder;
-pub mod fusion;
-pub mod model;
+mod encoder;
+mod fusion;
+mod model;
 mod product;
 mod quantise;
-pub mod static_model;
+mod static_model;
 mod tensor;
-pub mod text;
+mod text;
 pub mod vectors;
 
 pub use cache::{DiskCache, Record, TextKey, text_key};

@@ -13,6 +13,7 @@ use crate::tools;
 use crate::visibility::Caller;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value};
+use sezzlee_protocol::Method;
 
 /// Serves one `initialize`-era message; an error is answered by the caller
 /// (`http`), the same way for both eras.
@@ -37,19 +38,19 @@ pub async fn serve(
         // notifications/initialized, notifications/cancelled, …: nothing to answer.
         return Ok(Reply::Accepted);
     };
-    let result = match message.method.as_str() {
-        "initialize" => initialize(&message.params)?,
-        "ping" => Map::new(),
-        "tools/list" => tools_list(gateway),
-        "tools/call" => {
+    let result = match Method::parse(&message.method) {
+        Some(Method::Initialize) => initialize(&message.params)?,
+        Some(Method::Ping) => Map::new(),
+        Some(Method::ToolsList) => tools_list(gateway),
+        Some(Method::ToolsCall) => {
             let result = super::calls::tools_call(gateway, &message.params, caller).await?;
             return Ok(Reply::Tool(id, result));
         }
-        method => {
+        Some(Method::ServerDiscover | Method::SubscriptionsListen) | None => {
             return Err(ErrorReply::new(
                 StatusCode::OK,
                 METHOD_NOT_FOUND,
-                format!("Method not found: {method}"),
+                format!("Method not found: {}", message.method),
             ));
         }
     };

@@ -79,7 +79,7 @@ pub(crate) async fn post_mcp(
         gen_ai.tool.name = tracing::field::Empty,
     );
     if let Some(tool) = message.params.get("name").and_then(Value::as_str)
-        && message.method == "tools/call"
+        && message.method == sezzlee_protocol::Method::ToolsCall.as_str()
     {
         span.record("gen_ai.tool.name", tool);
     }

@@ -113,7 +113,7 @@ async fn next_chunk(state: &mut State) -> Option<Bytes> {
             }
             Some(event(&json!({
                 "jsonrpc": "2.0",
-                "method": "notifications/subscriptions/acknowledged",
+                "method": sezzlee_protocol::notification::SUBSCRIPTIONS_ACKNOWLEDGED,
                 "params": {"_meta": {SUBSCRIPTION_KEY: sub.id}, "notifications": honoured}
             })))
         }
@@ -132,7 +132,7 @@ async fn next_chunk(state: &mut State) -> Option<Bytes> {
                     if sub.tools_list_changed {
                         return Some(event(&json!({
                             "jsonrpc": "2.0",
-                            "method": "notifications/tools/list_changed",
+                            "method": sezzlee_protocol::notification::TOOLS_LIST_CHANGED,
                             "params": {"_meta": {SUBSCRIPTION_KEY: sub.id, GENERATION_KEY: generation}}
                         })));
                     }

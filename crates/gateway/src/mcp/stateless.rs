@@ -14,6 +14,7 @@ use crate::tools;
 use crate::visibility::Caller;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
+use sezzlee_protocol::Method;
 
 pub use sezzlee_protocol::meta::{CAPABILITIES_KEY, SERVER_INFO_KEY, VERSION_KEY};
 
@@ -25,8 +26,8 @@ pub const TOOLS_LIST_TTL_MS: u64 = 60_000;
 
 /// Methods an earlier revision had and this one removed.
 const REMOVED: [&str; 5] = [
-    "initialize",
-    "ping",
+    Method::Initialize.as_str(),
+    Method::Ping.as_str(),
     "logging/setLevel",
     "resources/subscribe",
     "resources/unsubscribe",
@@ -52,33 +53,32 @@ pub async fn serve(
         // This revision defines no client notifications over HTTP; accept and ignore.
         return Ok(Reply::Accepted);
     };
-    let result = match message.method.as_str() {
-        "server/discover" => discover(),
-        "tools/list" => tools_list(gateway),
-        "tools/call" => {
+    let result = match Method::parse(&message.method) {
+        Some(Method::ServerDiscover) => discover(),
+        Some(Method::ToolsList) => tools_list(gateway),
+        Some(Method::ToolsCall) => {
             let mut result = super::calls::tools_call(gateway, &message.params, caller).await?;
             for (key, value) in completion(None) {
                 result.insert(key, value);
             }
             return Ok(Reply::Tool(id, result));
         }
-        "subscriptions/listen" => {
+        Some(Method::SubscriptionsListen) => {
             return super::listen::open(gateway, id, &message.params, &caller).map(Reply::Listen);
         }
-        method if REMOVED.contains(&method) => {
-            return Err(ErrorReply::new(
-                StatusCode::NOT_FOUND,
-                METHOD_NOT_FOUND,
+        Some(Method::Initialize | Method::Ping) | None => {
+            let method = message.method.as_str();
+            let why = if REMOVED.contains(&method) {
                 format!(
                     "Method not found: {method} was removed in protocol revision {STATELESS_VERSION}"
-                ),
-            ));
-        }
-        method => {
+                )
+            } else {
+                format!("Method not found: {method}")
+            };
             return Err(ErrorReply::new(
                 StatusCode::NOT_FOUND,
                 METHOD_NOT_FOUND,
-                format!("Method not found: {method}"),
+                why,
             ));
         }
     };
@@ -159,11 +159,10 @@ fn check_headers(headers: &HeaderMap, message: &Incoming, version: &str) -> Resu
         }
         Some(_) => {}
     }
-    let named = match message.method.as_str() {
-        "tools/call" | "prompts/get" => message.params.get("name"),
-        "resources/read" => message.params.get("uri"),
-        _ => return Ok(()),
+    let Some(param) = sezzlee_protocol::name_param(&message.method) else {
+        return Ok(());
     };
+    let named = message.params.get(param);
     let body_name = named.and_then(Value::as_str).unwrap_or_default();
     match headers::value(headers, headers::NAME).map_err(mismatch)? {
         None => Err(mismatch("the Mcp-Name header is required".to_string())),
