@@ -901,7 +901,7 @@ async fn redirects_are_reported_not_followed() {
 }
 
 #[tokio::test]
-async fn binary_and_over_budget_bodies_are_omitted_with_their_size() {
+async fn binary_and_unread_bodies_are_omitted_and_large_ones_shaped() {
     let s = Setup::start().await;
     let payload = s.ok("get_png", json!({})).await;
     assert_eq!(payload["status"], 200);
@@ -925,16 +925,24 @@ async fn binary_and_over_budget_bodies_are_omitted_with_their_size() {
 
     // The same backend behind a gateway with a small response budget.
     let small = TestGateway::start(s.dir.path(), |settings| settings.response_budget = 2_000).await;
+    // A body over the budget (but read) is shaped to fit: its long
+    // string cut, the cut listed, the original size given.
     let payload = small
         .tool_ok("invoke_tool", json!({"name": "get_big"}))
         .await;
     assert_eq!(payload["status"], 200);
-    assert_eq!(payload["body"], Value::Null);
-    assert_eq!(payload["omitted"]["reason"], "over_budget", "{payload}");
+    let kept = payload["body"]["blob"].as_str().unwrap();
     assert!(
-        payload["omitted"]["bytes"]
-            .as_u64()
-            .is_some_and(|n| n > 10_000),
+        !kept.is_empty() && "x".repeat(10_000).starts_with(kept),
+        "{payload}"
+    );
+    assert_eq!(
+        payload["shaped"],
+        json!([{"at": "/blob", "chars": kept.len(), "of": 10_000}])
+    );
+    assert_eq!(payload["bytes"], 10_011);
+    assert!(
+        payload["message"].as_str().unwrap().contains("shaped"),
         "{payload}"
     );
     assert!(payload.to_string().len() <= 2_000);

@@ -37,6 +37,7 @@ mod real_catalogs;
 mod rmcp_client;
 mod rolling_update;
 mod semantic;
+mod shaped_answers;
 mod support;
 mod traces;
 mod visibility;

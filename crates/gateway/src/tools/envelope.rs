@@ -126,6 +126,16 @@ impl ToolAnswer {
         }
     }
 
+    /// Characters of the text block, the unit of the response budget
+    /// (measured without serialising a built answer).
+    pub fn chars(&self) -> usize {
+        match &self.body {
+            AnswerJson::Value(payload) => super::shape::json_chars(payload),
+            AnswerJson::Text(text) => characters(text),
+            AnswerJson::Escaped(literal) => characters(&literal.text()),
+        }
+    }
+
     /// Whether this is a failure (`isError: true`).
     pub fn is_error(&self) -> bool {
         self.failure.is_some()

@@ -8,6 +8,7 @@
 //! body and drop whatever an agent cannot use.
 
 use super::Context;
+use super::backend_answer;
 use super::envelope::{Code, Retry, ToolAnswer, invalid_type, quoted, quoted_up_to, unknown_tool};
 use super::load::find_visible;
 use crate::backend::request::{self, Problem};
@@ -18,9 +19,6 @@ use serde_json::{Map, Value, json};
 use sezzlee_catalog::Tool;
 use sezzlee_json::kind_of;
 use std::time::Duration;
-
-/// Statuses worth retrying as they are.
-const RETRYABLE: [u16; 5] = [408, 429, 502, 503, 504];
 
 /// Problems an `invalid_arguments` answer lists at most, and characters
 /// of each problem's message: a validator's message quotes the value it
@@ -344,7 +342,7 @@ async fn dispatch(
     context.metrics.backend_call(host, outcome, elapsed);
     access_log(tool, host, &result, elapsed);
     match result {
-        Ok(response) => answer_from(response, context.budget),
+        Ok(response) => backend_answer::answer(response, context.budget, tool, &arguments),
         Err(Failure::Unavailable {
             detail,
             maybe_reached,
@@ -507,53 +505,4 @@ fn binary_members(tool: &Tool) -> Vec<String> {
         .iter()
         .map(|name| name.to_string())
         .collect()
-}
-
-/// 2xx → success; anything else → `backend_status`. A body that would
-/// push the answer over the budget is left out with its size.
-fn answer_from(response: BackendResponse, budget: usize) -> ToolAnswer {
-    let status = response.status;
-    let mut fields = Map::new();
-    fields.insert("status".to_string(), json!(status));
-    response.body.into_fields(&mut fields);
-    if !response.headers.is_empty() {
-        fields.insert("headers".to_string(), Value::Object(response.headers));
-    }
-    let success = (200..300).contains(&status);
-    if success {
-        // The whole answer, serialised once, is no shorter than its body:
-        // when it fits, so does the body, and the text is the answer (the
-        // body is not serialised a second time to be measured).
-        if let Ok(text) = serde_json::to_string(&fields)
-            && text.len() + 200 <= budget
-        {
-            return ToolAnswer::ok_text(text);
-        }
-    }
-    let size = fields.get("body").map_or(0, |b| b.to_string().len());
-    if size + 200 > budget {
-        fields.insert("body".to_string(), Value::Null);
-        fields.insert(
-            "omitted".to_string(),
-            json!({"reason": "over_budget", "bytes": size}),
-        );
-    }
-    if success {
-        return ToolAnswer::ok(Value::Object(fields));
-    }
-    let retryable = RETRYABLE.contains(&status);
-    let message = if retryable {
-        format!(
-            "The backend answered {status}; this is usually temporary. Wait (see retry-after if present) and retry."
-        )
-    } else if (300..400).contains(&status) {
-        format!("The backend answered {status} (a redirect, not followed). See headers.location.")
-    } else {
-        format!(
-            "The backend answered {status}. Read body for its reason; fix the arguments or the request before retrying."
-        )
-    };
-    let mut extra = Map::new();
-    extra.extend(fields);
-    ToolAnswer::fail(Code::BackendStatus, message, Retry::when(retryable), extra)
 }

@@ -5,15 +5,18 @@
 //! nothing about protocol eras or headers: a call is a name, a JSON value
 //! of arguments and the caller, and the answer is a [`ToolAnswer`].
 
+mod backend_answer;
 pub mod cards;
 pub mod definitions;
 pub mod envelope;
 mod input_validator;
 pub mod invoke;
 pub mod load;
+mod paging;
 pub mod per_tool_cache;
 pub mod search;
 pub mod search_cache;
+pub mod shape;
 pub mod snapshot;
 
 use crate::visibility::Caller;
