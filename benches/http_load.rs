@@ -117,16 +117,18 @@ use cpu::Cpu;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[path = "../tests/it/corpus.rs"]
-mod corpus;
 /// The real documents these benchmarks name: the repository's own corpus
 /// (tests/it/corpus.rs; unpacked once into cargo's temporary folder).
+#[path = "../tests/it/corpus.rs"]
+mod corpus;
 #[path = "support/cpu.rs"]
 mod cpu;
+/// A correct 2026-07-28 request (shared with the tests).
+#[path = "../tests/it/mcp_request.rs"]
+mod mcp_request;
 #[path = "support/nginx.rs"]
 mod nginx;
 
-const MODERN: &str = "2026-07-28";
 const GRAPH: &str = "microsoft.com_graph_1.0.1.json";
 const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/catalogs");
 
@@ -219,28 +221,14 @@ struct Request {
 }
 
 impl Request {
-    /// A 2026-07-28 request with the `_meta` and headers a correct client sends.
-    fn modern(url: &str, method: &str, mut params: Value) -> Request {
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "sezzlee-bench", "version": "0.0.0"}
-        });
-        let mut headers = vec![
-            ("content-type", "application/json".to_string()),
-            ("accept", "application/json, text/event-stream".to_string()),
-            ("mcp-protocol-version", MODERN.to_string()),
-            ("mcp-method", method.to_string()),
-        ];
-        if method == "tools/call" {
-            let name = params["name"].as_str().unwrap_or_default().to_string();
-            headers.push(("mcp-name", name));
-        }
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    /// A 2026-07-28 request with the `_meta` and headers a correct client
+    /// sends (`mcp_request.rs`).
+    fn modern(url: &str, method: &str, params: Value) -> Request {
+        let post = mcp_request::Post::new(method, params);
         Request {
             url: url.to_string(),
-            body: Some(serde_json::to_vec(&body).unwrap()),
-            headers,
+            body: Some(post.body),
+            headers: post.headers,
         }
     }
 

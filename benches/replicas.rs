@@ -29,10 +29,14 @@
 //! - `SEZZLEE_TEST_NGINX`: the nginx binary (else `nginx` on `PATH` or in
 //!   `/usr/sbin`).
 
+/// A correct 2026-07-28 request (shared with the tests).
+#[path = "../tests/it/mcp_request.rs"]
+mod mcp_request;
 #[path = "support/nginx.rs"]
 mod nginx;
 
 use futures_util::future::join_all;
+use mcp_request::Post;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -40,7 +44,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-const MODERN: &str = "2026-07-28";
 const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/catalogs");
 const REPLICAS: usize = 3;
 
@@ -129,40 +132,17 @@ fn nginx_conf(three: u16, one: u16, replicas: &[u16]) -> String {
 }
 
 /// A 2026-07-28 `tools/call` with the `_meta` and headers a correct
-/// client sends: the body and the headers.
-fn tool_call(name: &str, arguments: Value) -> (Vec<u8>, Vec<(&'static str, String)>) {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {
-            "name": name,
-            "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": MODERN,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "sezzlee-bench", "version": "0.0.0"}
-            }
-        }
-    });
-    let headers = vec![
-        ("content-type", "application/json".to_string()),
-        ("accept", "application/json, text/event-stream".to_string()),
-        ("mcp-protocol-version", MODERN.to_string()),
-        ("mcp-method", "tools/call".to_string()),
-        ("mcp-name", name.to_string()),
-    ];
-    (serde_json::to_vec(&body).unwrap(), headers)
+/// client sends (`mcp_request.rs`).
+fn tool_call(name: &str, arguments: Value) -> Post {
+    Post::new("tools/call", json!({"name": name, "arguments": arguments}))
 }
 
-async fn send(
-    client: &reqwest::Client,
-    url: &str,
-    (body, headers): &(Vec<u8>, Vec<(&'static str, String)>),
-) -> Value {
-    let mut request = client.post(url).body(body.clone());
-    for (name, value) in headers {
-        request = request.header(*name, value);
-    }
-    let response = request.send().await.expect("request sent");
+async fn send(client: &reqwest::Client, url: &str, post: &Post) -> Value {
+    let response = post
+        .builder(client, url)
+        .send()
+        .await
+        .expect("request sent");
     assert_eq!(response.status(), 200, "{url}");
     response.json().await.expect("a JSON answer")
 }
@@ -172,7 +152,7 @@ async fn send(
 async fn drive(
     client: &reqwest::Client,
     url: &str,
-    request: &(Vec<u8>, Vec<(&'static str, String)>),
+    request: &Post,
     concurrency: usize,
     length: Duration,
 ) -> (f64, Duration) {

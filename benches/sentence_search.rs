@@ -31,13 +31,17 @@
 //! - `SEZZLEE_BENCH_TASKS`: the sentences (default
 //!   `tests/data/agent-tasks-holdout.tsv`, its first column).
 
+use mcp_request::Post;
 use serde_json::{Value, json};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const MODERN: &str = "2026-07-28";
+/// A correct 2026-07-28 request (shared with the tests).
+#[path = "../tests/it/mcp_request.rs"]
+mod mcp_request;
+
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn main() {
@@ -134,30 +138,6 @@ impl Drop for Gateway {
     }
 }
 
-/// A 2026-07-28 request as a correct client sends it.
-fn request(
-    client: &reqwest::Client,
-    url: &str,
-    method: &str,
-    params: Value,
-) -> reqwest::RequestBuilder {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    let mut builder = client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", method);
-    if let Some(name) = params["name"].as_str() {
-        builder = builder.header("mcp-name", name.to_string());
-    }
-    builder.body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string())
-}
-
 /// Sends one request; its latency, after checking it succeeded.
 async fn timed(builder: reqwest::RequestBuilder) -> Duration {
     let started = Instant::now();
@@ -200,14 +180,15 @@ async fn measure(gateway: &Gateway, sentences: &[String]) {
     }
     println!("RSS with every vector in: {:.0} MB", gateway.rss_mb());
     let url = format!("{}/mcp", gateway.base);
-    let discover = || request(&client, &url, "server/discover", json!({}));
+    // Each as a correct 2026-07-28 client sends it (`mcp_request.rs`).
+    let discover = || Post::new("server/discover", json!({})).builder(&client, &url);
     let search = |query: &str, limit: usize| {
-        request(
-            &client,
-            &url,
+        let arguments = json!({"query": query, "limit": limit});
+        Post::new(
             "tools/call",
-            json!({"name": "search_tools", "arguments": {"query": query, "limit": limit}}),
+            json!({"name": "search_tools", "arguments": arguments}),
         )
+        .builder(&client, &url)
     };
     // Warm-up: connections, the first query's allocations.
     for _ in 0..20 {

@@ -1,24 +1,16 @@
 //! nginx for the benches that put it in front of something
-//! (`benches/http_load.rs`, `benches/replicas.rs`): where the binary is,
-//! the configuration's common head, and a child process stopped with
-//! SIGTERM when dropped.
+//! (`benches/http_load.rs`, `benches/replicas.rs`): where the binary is
+//! (`tests/it/nginx.rs`, shared with the tests), the configuration's
+//! common head, and a child process stopped with SIGTERM when dropped.
 
-use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-/// nginx: `SEZZLEE_TEST_NGINX`, else `nginx` on `PATH` or in the usual
-/// `sbin` folders (as `tests/it/rolling_update.rs` finds it).
-pub fn binary() -> Option<PathBuf> {
-    if let Some(named) = std::env::var_os("SEZZLEE_TEST_NGINX").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(named));
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/local/sbin", "/usr/local/nginx/sbin"].map(PathBuf::from))
-        .map(|dir| dir.join("nginx"))
-        .find(|candidate| candidate.is_file())
-}
+/// Where nginx is, found as `tests/it/rolling_update.rs` finds it.
+#[path = "../../tests/it/nginx.rs"]
+mod find;
+
+pub use find::binary;
 
 /// The head of a bench's configuration up to the inside of its `http`
 /// block: one worker per core, everything inside the prefix folder, no

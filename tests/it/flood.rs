@@ -117,27 +117,14 @@ async fn connect(local: IpAddr, server: SocketAddr, receive: Option<u32>) -> Tcp
     socket.connect(server).await.expect("connect")
 }
 
-/// A whole POST of `body` to `/mcp` with modern headers for `method`.
-fn post(body: &Value, method: &str) -> Vec<u8> {
-    let text = body.to_string();
-    format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\n\
-         Mcp-Method: {method}\r\nContent-Length: {}\r\n\r\n{text}",
-        text.len()
-    )
-    .into_bytes()
-}
-
+/// A whole `subscriptions/listen` POST to `/mcp`, with id `id`.
 fn listen_request(id: &str) -> Vec<u8> {
     let body = modern_request(
-        1,
+        id,
         "subscriptions/listen",
         json!({"notifications": {"toolsListChanged": true}}),
     );
-    let mut body = body;
-    body["id"] = json!(id);
-    post(&body, "subscriptions/listen")
+    Post::of(&body).http1("127.0.0.1", "/mcp")
 }
 
 /// Reads a response head (and, for a JSON answer, its body): the status
@@ -221,11 +208,7 @@ async fn call(
         json!({"name": tool, "arguments": arguments}),
     );
     let started = Instant::now();
-    let mut request = client.post(url).json(&body);
-    for (name, value) in modern_headers(&body) {
-        request = request.header(name, value);
-    }
-    let response = request
+    let response = modern_post(client, url, &body)
         .send()
         .await
         .unwrap_or_else(|e| panic!("{tool}: no answer under the flood: {e}"));

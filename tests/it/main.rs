@@ -1,8 +1,9 @@
 //! The integration tests, one binary: each module starts the real server
 //! (or the real `sezzlee` binary) and talks to it as a client would.
 //! `support` holds the shared set-ups (a gateway on a loopback port, the
-//! recording backend, request helpers, the MCP schemas); `corpus` the real
-//! documents.
+//! recording backend, request helpers, the MCP schemas); shared with the
+//! benches (`#[path]`): `corpus` the real documents, `mcp_request` a correct
+//! 2026-07-28 request, `nginx` where nginx is.
 
 mod access_log;
 mod allocator;
@@ -32,6 +33,8 @@ mod instances;
 mod invoke_tool;
 mod live_reload;
 mod mcp_endpoint;
+mod mcp_request;
+mod nginx;
 mod operator_routes;
 mod real_catalogs;
 mod rmcp_client;

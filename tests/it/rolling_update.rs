@@ -69,8 +69,9 @@
 //!
 //! nginx: `SEZZLEE_TEST_NGINX` names the binary, and then a missing or
 //! broken one fails the test (CI should set it); unset, `nginx` is looked
-//! for on `PATH` and in the usual sbin folders, and without one the test
-//! says it SKIPPED (`apt-get install nginx-light`). `scripts/rolling-update.sh`
+//! for on `PATH` and in the usual sbin folders (`nginx.rs`, shared with
+//! the benches), and without one the test says it SKIPPED (`apt-get
+//! install nginx-light`). `scripts/rolling-update.sh`
 //! runs it by hand on the release binary.
 
 use crate::backend::{Backend, Recorded};
@@ -111,35 +112,6 @@ const SWITCH_SLACK: Duration = Duration::from_millis(300);
 const PATIENCE: Duration = Duration::from_secs(20);
 
 // ------------------------------------------------------------ nginx
-
-/// The nginx binary, or `None` (the test skips) when there is none and
-/// `SEZZLEE_TEST_NGINX` does not require one.
-fn nginx_binary() -> Option<PathBuf> {
-    if let Some(named) = std::env::var_os("SEZZLEE_TEST_NGINX").filter(|v| !v.is_empty()) {
-        let path = PathBuf::from(named);
-        assert!(
-            runs(&path),
-            "SEZZLEE_TEST_NGINX={} does not run (`nginx -v`): install nginx \
-             (Debian: apt-get install -y nginx-light) or unset the variable",
-            path.display()
-        );
-        return Some(path);
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/local/sbin", "/usr/local/nginx/sbin"].map(PathBuf::from))
-        .map(|dir| dir.join("nginx"))
-        .find(|candidate| candidate.is_file() && runs(candidate))
-}
-
-fn runs(nginx: &Path) -> bool {
-    Command::new(nginx)
-        .arg("-v")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
-}
 
 /// How nginx spreads requests over the replicas.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -858,7 +830,7 @@ struct Termination {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]
 async fn replicas_behind_nginx_survive_a_rolling_catalog_update() {
-    let Some(nginx_binary) = nginx_binary() else {
+    let Some(nginx_binary) = crate::nginx::binary() else {
         crate::corpus::skipped(
             "replicas_behind_nginx_survive_a_rolling_catalog_update",
             "no nginx here (apt-get install -y nginx-light, or name the binary in \

@@ -3,14 +3,16 @@
 //! [`TestGateway::start`] serves a catalogs folder on `127.0.0.1:0` in the
 //! test's own tokio runtime (through `sezzlee_gateway::server::serve`, exactly as
 //! `sezzlee serve` does); the request helpers send well-formed messages of
-//! either protocol era, and [`assert_valid`] checks a message against the
-//! official JSON schema of the MCP revision it belongs to.
+//! either protocol era (the 2026-07-28 request itself is built by
+//! `mcp_request.rs`, shared with the benches, and re-exported here), and
+//! [`assert_valid`] checks a message against the official JSON schema of
+//! the MCP revision it belongs to.
 //!
 //! Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
 use reqwest::header::HeaderMap;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sezzlee_gateway::environment::Environment;
 use sezzlee_gateway::gateway::Gateway;
 pub use sezzlee_gateway::settings::DemoBackend;
@@ -20,8 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use tempfile::TempDir;
 
-/// The stateless revision.
-pub const MODERN: &str = "2026-07-28";
+/// The stateless revision and a correct request of it, shared with the
+/// benches (`mcp_request.rs`).
+pub use crate::mcp_request::{MODERN, Post, modern_headers, modern_request};
 /// The `initialize`-era revisions, newest first.
 pub const LEGACY: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 
@@ -448,47 +451,6 @@ pub fn names(search: &Value) -> Vec<String> {
         .collect()
 }
 
-/// A JSON-RPC request at 2026-07-28: `params._meta` carries the version,
-/// the (empty) client capabilities and the client's identity.
-pub fn modern_request(id: i64, method: &str, params: Value) -> Value {
-    let mut params = match params {
-        Value::Object(map) => map,
-        Value::Null => Map::new(),
-        other => panic!("params must be an object, not {other}"),
-    };
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let meta = meta.as_object_mut().expect("_meta is an object");
-    meta.entry("io.modelcontextprotocol/protocolVersion")
-        .or_insert(json!(MODERN));
-    meta.entry("io.modelcontextprotocol/clientCapabilities")
-        .or_insert(json!({}));
-    meta.entry("io.modelcontextprotocol/clientInfo")
-        .or_insert(json!({"name": "sezzlee-tests", "version": "0.0.0"}));
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-/// The request metadata headers matching a modern request body.
-pub fn modern_headers(body: &Value) -> Vec<(&'static str, String)> {
-    let version = body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
-        .as_str()
-        .unwrap_or(MODERN)
-        .to_string();
-    let method = body["method"].as_str().unwrap_or_default().to_string();
-    let mut headers = vec![("mcp-protocol-version", version), ("mcp-method", method)];
-    if matches!(body["method"].as_str(), Some("tools/call" | "prompts/get")) {
-        headers.push((
-            "mcp-name",
-            body["params"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-        ));
-    }
-    headers
-}
-
 /// A JSON-RPC request of the `initialize` era.
 pub fn legacy_request(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
@@ -842,13 +804,5 @@ pub fn hs256_token(secret: &str, subject: &str, scope: &str) -> String {
 /// era asks for (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`), ready to
 /// send: a tool call, or a `subscriptions/listen` stream.
 pub fn modern_post(client: &reqwest::Client, url: &str, body: &Value) -> reqwest::RequestBuilder {
-    let mut request = client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(serde_json::to_vec(body).expect("a JSON body"));
-    for (name, value) in modern_headers(body) {
-        request = request.header(name, value);
-    }
-    request
+    Post::of(body).builder(client, url)
 }
