@@ -20,7 +20,8 @@
 //!   processes about 10,000 each.
 //!
 //! The child speaks raw HTTP/1.1 over `tokio::net::TcpStream` (one
-//! connection per stream, as an SSE client holds), so its own cost per
+//! connection per stream, as an SSE client holds; the request is
+//! `tests/it/mcp_request.rs`'s, shared with the tests), so its own cost per
 //! stream stays small and its reading is cheap. Streams are opened
 //! cumulatively (1, then 99 more, …) so each level's RSS is measured
 //! against the same empty baseline and memory freed by an earlier level
@@ -39,7 +40,13 @@
 //! debounce, rescan, build) and "swap → delivered" (fan-out through the
 //! gateway, the kernel and the child). Both processes share the same two
 //! cores, so the child's reading is part of the figure: it is an upper
-//! bound of what a remote client would see.
+//! bound of what a remote client would see. Each level's row is printed
+//! as soon as the level is measured; the table is printed again, whole,
+//! at the end.
+//!
+//! For comparison, idle keep-alive connections (one `GET /healthz` each)
+//! are then opened on top of the streams; their count is what fits (see
+//! Limits).
 //!
 //! Finally, the whole vendored corpus (tests/fixtures/corpus, unpacked) is copied to a
 //! temporary folder and rescanned: untouched (hashing only), then after
@@ -48,17 +55,45 @@
 //! (`Sources::scan`, `Catalog::build`) and as `Reloader::rescan` does it.
 //!
 //! # Limits
-//! `ulimit -n` must exceed the largest level plus ~100 in each process
-//! (e.g. `ulimit -n 20000`; the hard limit caps what a shell may set).
-//! Levels that do not fit are skipped with the reason. The gateway's
-//! stream caps (`max_streams`, 1024 by default, and
-//! `max_streams_per_caller`, 16 by default, all loopback listeners being
-//! one caller) are raised for this benchmark.
+//! Each process needs one descriptor per connection plus about
+//! [`SPARE_FDS`], and the child one local port per connection (the
+//! ephemeral range, `/proc/sys/net/ipv4/ip_local_port_range`). A level
+//! that does not fit `ulimit -n` (e.g. `ulimit -n 20000`; the hard limit
+//! caps what a shell may set) or the ports is skipped with the reason.
+//! The idle connections come on top of the largest level's streams, in
+//! both processes and under the gateway's connection cap: their count
+//! (at most [`IDLE_MOST`]) is cut to what fits the descriptors left in
+//! each process (the child reports its own), the ports left and the cap,
+//! with the reason printed, and skipped when fewer than 100 fit.
+//!
+//! The gateway's caps are raised for this benchmark: `max_streams` (1,024
+//! by default) and `max_streams_per_caller` (16 by default; all loopback
+//! listeners are one caller) to the largest level, and `max_connections`
+//! (by default half the open-files limit) to the largest level plus
+//! [`IDLE_MOST`]. With the default cap, 10,000 streams at `ulimit -n
+//! 20000` filled it: the idle connections then waited in the listen
+//! backlog, never answered, and the bench hung in "idle 5000" until
+//! interrupted (Ctrl-C kills the child, while the gateway in this process
+//! takes SIGINT for a graceful shutdown), then died with "the listener
+//! process exited", its figures unprinted.
+//!
+//! # Failing fast
+//! Every wait has a deadline: each command to the child (its answer line
+//! is read by a thread and waited for with a timeout), the child's opening
+//! of streams and idle connections (`FANOUT_OPEN_TIMEOUT_MS`), each edit's
+//! notifications and swap (`FANOUT_TIMEOUT_MS`), the warm-up reloads, the
+//! child's exit, and each `Reloader::rescan` of the real folder. When one
+//! passes, or the child exits, the bench says which step it was in and
+//! what it was waiting for, kills the child, prints the summary of what it
+//! measured, and exits with status 1.
 //!
 //! # Configuration (env)
 //! - `FANOUT_LEVELS` (default `1,100,1000,10000`): listener counts;
 //! - `FANOUT_EDITS` (default 5): edits per level;
-//! - `FANOUT_TIMEOUT_MS` (default 10000): wait per edit for every listener;
+//! - `FANOUT_TIMEOUT_MS` (default 10000): wait per edit for every listener
+//!   (and for the swap, and for each warm-up reload);
+//! - `FANOUT_OPEN_TIMEOUT_MS` (default 30000): wait for a level's new
+//!   streams, or the idle connections, to be open;
 //! - `FANOUT_SETTLE_MS` (default 500): pause before reading RSS;
 //! - `FANOUT_SERVER_THREADS` (default: cores), `FANOUT_CLIENT_THREADS`
 //!   (default 1): runtime worker threads of the gateway and of the child;
@@ -73,24 +108,46 @@ use sezzlee_gateway::settings::{DemoBackend, Settings, WatchMode};
 use sezzlee_gateway::store::Snapshot;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The real documents these benchmarks name: the repository's own corpus
 /// (tests/it/corpus.rs; unpacked once into cargo's temporary folder).
 #[path = "../tests/it/corpus.rs"]
 mod corpus;
+/// The listeners' request: a correct 2026-07-28 `subscriptions/listen`
+/// (shared with the tests).
+#[path = "../tests/it/mcp_request.rs"]
+mod mcp_request;
 
 const CHILD_ENV: &str = "SEZZLEE_FANOUT_CHILD";
 const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/catalogs");
-const MODERN: &str = "2026-07-28";
 /// The line of `orders.yaml` each edit rewrites.
 const SUMMARY: &str = "summary: Lists orders, newest first.";
 /// Catalog reloads done before the empty RSS reading (see `parent`).
 const WARM_UP_EDITS: usize = 3;
 /// The small real document edited in the rebuild part.
 const SMALL_DOC: &str = "xkcd.com_xkcd_1.0.0.json";
+/// Descriptors each process needs besides its connections: stdio and the
+/// pipes, the runtimes, the watcher, the catalog files a reload reads.
+const SPARE_FDS: u64 = 128;
+/// Ephemeral ports left free beside the child's connections.
+const SPARE_PORTS: u64 = 1_024;
+/// Idle keep-alive connections opened for comparison, at most.
+const IDLE_MOST: usize = 5_000;
+/// Fewer idle connections than this are not worth a reading.
+const IDLE_LEAST: usize = 100;
+/// The wait for an answer to a command that waits on nothing (`hello`,
+/// `arm`, `fds`, `quit`), and for the child's exit.
+const QUICK: Duration = Duration::from_secs(10);
+/// How much longer than the child's own deadline for a command the parent
+/// waits for its answer.
+const GRACE: Duration = Duration::from_secs(5);
+/// The wait for one `Reloader::rescan` of the real folder (a build takes
+/// about 5 s).
+const RESCAN_DEADLINE: Duration = Duration::from_secs(120);
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -137,8 +194,17 @@ fn open_files_limit() -> Option<u64> {
     line.split_whitespace().nth(3)?.parse().ok()
 }
 
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
+fn open_fds() -> u64 {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64)
+}
+
+/// How many local ports a connection to one address may take: the size
+/// of the ephemeral range.
+fn ephemeral_ports() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let mut bounds = text.split_whitespace().map(|v| v.parse::<u64>().ok());
+    let (low, high) = (bounds.next()??, bounds.next()??);
+    Some(high.saturating_sub(low) + 1)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -159,17 +225,48 @@ fn main() {
 
 // ---------------------------------------------------------------- parent
 
-/// The child process holding the listeners, driven line by line.
+/// Why the bench stopped before the end: the step it was in and what it
+/// was waiting for.
+struct Stop(String);
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Word `at` of an answer, parsed.
+fn word<T: std::str::FromStr>(answer: &[String], at: usize, step: &str) -> Result<T, Stop> {
+    answer.get(at).and_then(|w| w.parse().ok()).ok_or_else(|| {
+        Stop(format!(
+            "{step}: the listener process answered something unexpected: {}",
+            answer.join(" ")
+        ))
+    })
+}
+
+/// The child process holding the listeners, driven line by line; its
+/// answers are read by a thread, so every wait for one has a deadline.
+/// Killed when dropped, unless it has exited.
 struct Listeners {
     process: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    answers: Receiver<String>,
 }
 
 impl Listeners {
-    fn spawn(address: std::net::SocketAddr, endpoint: &str, capacity: usize) -> Listeners {
+    fn spawn(
+        address: std::net::SocketAddr,
+        endpoint: &str,
+        capacity: usize,
+    ) -> Result<Listeners, Stop> {
         let threads = env_u64("FANOUT_CLIENT_THREADS", 1);
-        let mut process = Command::new(std::env::current_exe().expect("own executable"))
+        let executable = std::env::current_exe().map_err(|e| {
+            Stop(format!(
+                "starting the listener process: own executable: {e}"
+            ))
+        })?;
+        let mut process = Command::new(executable)
             .env(CHILD_ENV, "1")
             .env("FANOUT_CHILD_ADDRESS", address.to_string())
             .env("FANOUT_CHILD_ENDPOINT", endpoint)
@@ -179,30 +276,104 @@ impl Listeners {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("listener process");
-        let stdin = process.stdin.take().unwrap();
-        let stdout = BufReader::new(process.stdout.take().unwrap());
-        Listeners {
+            .map_err(|e| Stop(format!("starting the listener process: {e}")))?;
+        let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
+            let _ = process.kill();
+            let _ = process.wait();
+            return Err(Stop("starting the listener process: no pipes".to_string()));
+        };
+        let (sender, answers) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Listeners {
             process,
             stdin,
-            stdout,
+            answers,
+        })
+    }
+
+    /// Sends `command` in `step`; the answer line's words, if it comes
+    /// within `wait` and its first word is `first`.
+    fn ask(
+        &mut self,
+        step: &str,
+        command: &str,
+        first: &str,
+        wait: Duration,
+    ) -> Result<Vec<String>, Stop> {
+        let sent = writeln!(self.stdin, "{command}").and_then(|()| self.stdin.flush());
+        if let Err(err) = sent {
+            return Err(Stop(format!(
+                "{step}: the listener process took no command '{command}' ({err}); it {}",
+                self.exit_status()
+            )));
+        }
+        match self.answers.recv_timeout(wait) {
+            Ok(line) if line.split_whitespace().next() == Some(first) => {
+                Ok(line.split_whitespace().map(str::to_string).collect())
+            }
+            Ok(line) => Err(Stop(format!(
+                "{step}: the listener process answered '{line}' to '{command}', not '{first} …'"
+            ))),
+            Err(RecvTimeoutError::Timeout) => Err(Stop(format!(
+                "{step}: timed out after {:.1} s waiting for the listener process to answer '{command}'",
+                wait.as_secs_f64()
+            ))),
+            Err(RecvTimeoutError::Disconnected) => Err(Stop(format!(
+                "{step}: the listener process {} before answering '{command}'",
+                self.exit_status()
+            ))),
         }
     }
 
-    /// Sends one command; returns the answer line's words.
-    fn ask(&mut self, command: &str) -> Vec<String> {
-        writeln!(self.stdin, "{command}").expect("child alive");
-        self.stdin.flush().unwrap();
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("child answers");
-        if line.is_empty() {
-            panic!("the listener process exited during '{command}'");
+    /// How the child ended ("exited (signal: 2 (SIGINT))"), waiting a
+    /// little for it; or that it is still running.
+    fn exit_status(&mut self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            match self.process.try_wait() {
+                Ok(Some(status)) => return format!("exited ({status})"),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Ok(None) => return "stopped answering (still running)".to_string(),
+                Err(err) => return format!("cannot be waited for ({err})"),
+            }
         }
-        line.split_whitespace().map(str::to_string).collect()
+    }
+
+    /// Asks the child to quit and waits, at most [`QUICK`], for its exit.
+    fn quit(mut self) -> Result<(), Stop> {
+        self.ask("quitting", "quit", "bye", QUICK)?;
+        let deadline = Instant::now() + QUICK;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.process.try_wait() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Err(Stop(format!(
+            "quitting: timed out after {:.0} s waiting for the listener process to exit after 'bye' (killed)",
+            QUICK.as_secs_f64()
+        )))
     }
 
     fn rss_kib(&self) -> u64 {
         status_kib(&self.process.id().to_string(), "VmRSS:")
+    }
+}
+
+impl Drop for Listeners {
+    fn drop(&mut self) {
+        if let Ok(None) = self.process.try_wait() {
+            let _ = self.process.kill();
+            let _ = self.process.wait();
+        }
     }
 }
 
@@ -222,43 +393,260 @@ struct Level {
     duplicates: usize,
 }
 
-fn parent() {
-    let levels = env_levels();
-    let edits = env_u64("FANOUT_EDITS", 5).max(1) as usize;
-    let timeout_ms = env_u64("FANOUT_TIMEOUT_MS", 10_000);
-    let settle = Duration::from_millis(env_u64("FANOUT_SETTLE_MS", 500));
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let server_threads = env_u64("FANOUT_SERVER_THREADS", cores as u64).max(1) as usize;
-    let rebuild_edits = env_u64("FANOUT_REBUILD_EDITS", 3) as usize;
-
-    // Levels that fit the open-files limit (each process needs one
-    // descriptor per stream plus its runtime's and the watcher's).
-    let limit = open_files_limit().unwrap_or(1024);
-    let (fit, skipped): (Vec<usize>, Vec<usize>) = levels
-        .iter()
-        .partition(|&&n| n as u64 + 128 + open_fds() as u64 <= limit);
-    for n in &skipped {
-        eprintln!(
-            "skipping {n} listeners: the open-files limit is {limit} per process and each process needs about {} descriptors; raise it with `ulimit -n {}` (up to the hard limit)",
-            n + 128,
-            n + 256
-        );
+impl Level {
+    fn row(&self) -> String {
+        let mut sorted = self.latencies.clone();
+        sorted.sort_by(f64::total_cmp);
+        let mut swaps = self.swaps.clone();
+        swaps.sort_by(f64::total_cmp);
+        let mut spreads = self.spreads.clone();
+        spreads.sort_by(f64::total_cmp);
+        format!(
+            "{:>9} {:>8.2} {:>9.1} {:>9.1} {:>9.1} {:>8.1} ms {:>9.1} ms {:>10.1} {:>10.1} {:>9}",
+            self.listeners,
+            self.open_secs,
+            percentile(&sorted, 0.5),
+            percentile(&sorted, 0.99),
+            sorted.last().copied().unwrap_or(f64::NAN),
+            percentile(&swaps, 0.5),
+            percentile(&spreads, 0.5),
+            self.server_kib_per_stream,
+            self.client_kib_per_stream,
+            self.missing + self.duplicates,
+        )
     }
-    let largest = fit.last().copied().unwrap_or(0);
+
+    fn p50(&self) -> f64 {
+        let mut sorted = self.latencies.clone();
+        sorted.sort_by(f64::total_cmp);
+        percentile(&sorted, 0.5)
+    }
+}
+
+/// The idle keep-alive connections' reading, or why there is none.
+enum Idle {
+    Measured { count: usize, kib: f64 },
+    Skipped(String),
+}
+
+/// What the fan-out part measured, printed as it comes and summed up at
+/// the end.
+#[derive(Default)]
+struct Figures {
+    /// The table's title, once the gateway's settings are known.
+    title: String,
+    /// Whether the table's head has been printed.
+    head_printed: bool,
+    levels: Vec<Level>,
+    idle: Option<Idle>,
+    skipped: Vec<String>,
+}
+
+const TABLE_HEAD: [&str; 10] = [
+    "listeners",
+    "open s",
+    "p50 ms",
+    "p99 ms",
+    "max ms",
+    "write→swap",
+    "swap→last",
+    "KiB/stream",
+    "client KiB",
+    "missing",
+];
+
+fn print_head(title: &str) {
+    println!("{title}");
+    let h = TABLE_HEAD;
+    println!(
+        "{:>9} {:>8} {:>9} {:>9} {:>9} {:>11} {:>12} {:>10} {:>10} {:>9}",
+        h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9]
+    );
+}
+
+impl Figures {
+    /// Prints a level's row now (the table's head before the first).
+    fn measured(&mut self, level: Level) {
+        if !self.head_printed {
+            println!();
+            print_head(&self.title);
+            self.head_printed = true;
+        }
+        println!("{}", level.row());
+        self.levels.push(level);
+    }
+
+    fn idle(&mut self, idle: Idle) {
+        match &idle {
+            Idle::Measured { count, kib } => println!("{}", idle_line(*count, *kib)),
+            Idle::Skipped(why) => eprintln!("{why}"),
+        }
+        self.idle = Some(idle);
+    }
+
+    fn summary(&self) {
+        println!();
+        if !self.levels.is_empty() {
+            print_head(&self.title);
+            for level in &self.levels {
+                println!("{}", level.row());
+            }
+            println!(
+                "(write→swap and swap→last: medians over the edits; KiB/stream: gateway VmRSS growth over the empty baseline / listeners; \
+                 missing counts listeners without exactly one list_changed per edit)"
+            );
+        }
+        match &self.idle {
+            Some(Idle::Measured { count, kib }) => println!("{}", idle_line(*count, *kib)),
+            Some(Idle::Skipped(why)) => println!("{why}"),
+            None => {}
+        }
+        for skipped in &self.skipped {
+            println!("{skipped}");
+        }
+        for level in &self.levels {
+            let p50 = level.p50();
+            let target = match level.listeners {
+                1000 => Some(150.0),
+                10_000 => Some(300.0),
+                _ => None,
+            };
+            if let Some(target) = target {
+                println!(
+                    "target p50 ≤ {target} ms at {} listeners: {:.1} ms, {}",
+                    level.listeners,
+                    p50,
+                    if p50 <= target { "met" } else { "NOT met" }
+                );
+            }
+            if level.listeners >= 1000 {
+                println!(
+                    "target ≤ 16 KiB per idle stream at {} listeners: {:.1} KiB, {}",
+                    level.listeners,
+                    level.server_kib_per_stream,
+                    if level.server_kib_per_stream <= 16.0 {
+                        "met"
+                    } else {
+                        "NOT met"
+                    }
+                );
+            }
+        }
+        println!();
+    }
+}
+
+fn idle_line(count: usize, kib: f64) -> String {
+    format!(
+        "for comparison, an idle keep-alive HTTP/1.1 connection (one GET /healthz, then idle; {count} opened on top of the streams): {kib:.1} KiB in the gateway"
+    )
+}
+
+/// The fan-out part's settings (env).
+struct Config {
+    levels: Vec<usize>,
+    edits: usize,
+    /// Per edit: every listener's notification, and the swap.
+    timeout: Duration,
+    /// Per `open` or `idle` command: the connections open.
+    open_timeout: Duration,
+    settle: Duration,
+    server_threads: usize,
+    cores: usize,
+}
+
+impl Config {
+    fn from_env() -> Config {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Config {
+            levels: env_levels(),
+            edits: env_u64("FANOUT_EDITS", 5).max(1) as usize,
+            timeout: Duration::from_millis(env_u64("FANOUT_TIMEOUT_MS", 10_000)),
+            open_timeout: Duration::from_millis(env_u64("FANOUT_OPEN_TIMEOUT_MS", 30_000)),
+            settle: Duration::from_millis(env_u64("FANOUT_SETTLE_MS", 500)),
+            server_threads: env_u64("FANOUT_SERVER_THREADS", cores as u64).max(1) as usize,
+            cores,
+        }
+    }
+}
+
+fn parent() {
+    let config = Config::from_env();
+    let rebuild_edits = env_u64("FANOUT_REBUILD_EDITS", 3) as usize;
+    let mut figures = Figures::default();
+    let fanned_out = fan_out(&config, &mut figures);
+    figures.summary();
+    if let Err(stop) = fanned_out {
+        eprintln!("listen_fanout stopped: {stop}");
+        eprintln!("(the figures above are all that was measured before it stopped)");
+        std::process::exit(1);
+    }
+    if rebuild_edits > 0
+        && let Err(stop) = rebuild_real_folder(rebuild_edits)
+    {
+        eprintln!("listen_fanout stopped: {stop}");
+        std::process::exit(1);
+    }
+}
+
+/// The levels that fit the open-files limit and the ephemeral ports; the
+/// others are reported in `figures.skipped` (and printed now).
+fn levels_that_fit(config: &Config, limit: u64, figures: &mut Figures) -> Vec<usize> {
+    let ports = ephemeral_ports();
+    let base = open_fds();
+    let mut fit = Vec::new();
+    for &n in &config.levels {
+        let needs = n as u64 + base + SPARE_FDS;
+        let why = if needs > limit {
+            Some(format!(
+                "each process needs about {needs} descriptors (one per stream, {} more) and the open-files limit is {limit}; \
+                 raise it with `ulimit -n {}` (up to the hard limit)",
+                base + SPARE_FDS,
+                needs + SPARE_FDS
+            ))
+        } else {
+            ports
+                .filter(|&ports| n as u64 + SPARE_PORTS > ports)
+                .map(|ports| {
+                    format!(
+                        "the listeners need a local port per stream (and {SPARE_PORTS} to spare) and the ephemeral range \
+                         (/proc/sys/net/ipv4/ip_local_port_range) holds {ports}"
+                    )
+                })
+        };
+        match why {
+            Some(why) => {
+                let skipped = format!("{n} listeners: skipped: {why}");
+                eprintln!("{skipped}");
+                figures.skipped.push(skipped);
+            }
+            None => fit.push(n),
+        }
+    }
+    fit
+}
+
+fn fan_out(config: &Config, figures: &mut Figures) -> Result<(), Stop> {
+    let limit = open_files_limit().unwrap_or(1024);
+    let fit = levels_that_fit(config, limit, figures);
+    let Some(&largest) = fit.last() else {
+        return Ok(());
+    };
 
     let server = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(server_threads)
+        .worker_threads(config.server_threads)
         .thread_name("gateway")
         .enable_all()
         .build()
-        .unwrap();
+        .expect("the gateway's runtime");
 
     let dir = tempfile::tempdir().expect("temporary catalogs folder");
     for name in ["orders.yaml", "orders.sezzlee.yaml"] {
-        std::fs::copy(Path::new(SHIPPED).join(name), dir.path().join(name)).unwrap();
+        std::fs::copy(Path::new(SHIPPED).join(name), dir.path().join(name))
+            .expect("the shipped catalog copied");
     }
     let orders = dir.path().join("orders.yaml");
-    let original = std::fs::read_to_string(&orders).unwrap();
+    let original = std::fs::read_to_string(&orders).expect("orders.yaml read");
     assert_eq!(
         original.matches(SUMMARY).count(),
         1,
@@ -266,14 +654,26 @@ fn parent() {
     );
     let settings = Settings {
         catalogs: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".parse().unwrap(),
+        listen: "127.0.0.1:0".parse().expect("an address"),
         watch: WatchMode::Events,
         demo_backend: DemoBackend::Off,
         max_streams: largest + 16,
         max_streams_per_caller: largest + 16,
+        // The default (half the open-files limit) is what the idle
+        // connections once waited behind; the descriptors are counted
+        // here instead (`levels_that_fit`, `open_idle_connections`).
+        max_connections: largest + IDLE_MOST + 64,
         ..Settings::default()
     };
     let debounce = settings.debounce;
+    figures.title = format!(
+        "subscriptions/listen fan-out: write of orders.yaml → notifications/tools/list_changed per listener \
+         (debounce {} ms, {} edits per level, gateway {} worker thread(s), listeners in a child process, {} cores)",
+        debounce.as_millis(),
+        config.edits,
+        config.server_threads,
+        config.cores
+    );
     let (gateway, sources) = Gateway::load(settings).expect("catalogs folder readable");
     let reloader = Reloader::new(gateway.clone(), sources);
     let watcher = {
@@ -283,8 +683,8 @@ fn parent() {
     assert!(watcher.is_some(), "the file-system watcher started");
     let listener = server
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let address = listener.local_addr().unwrap();
+        .expect("a loopback port");
+    let address = listener.local_addr().expect("the bound address");
     let served = gateway.clone();
     server.spawn(async move {
         if let Err(err) = sezzlee_gateway::server::serve(served, listener).await {
@@ -292,247 +692,299 @@ fn parent() {
         }
     });
 
-    let mut results: Vec<Level> = Vec::new();
-    let mut idle_connections: Option<(usize, f64)> = None;
-    if largest > 0 {
-        let mut child = Listeners::spawn(address, &gateway.settings.endpoint, largest);
-        let hello = child.ask("hello");
-        assert_eq!(
-            hello.first().map(String::as_str),
-            Some("hello"),
-            "{hello:?}"
-        );
-        // Warm-up reloads before the empty reading: the first rebuilds grow
-        // the allocator's arenas once, and that growth belongs to reloading,
-        // not to the streams measured against this baseline.
-        for warm_up in 1..=WARM_UP_EDITS {
-            let before = gateway.store.current().generation;
-            let text = original.replace(
-                SUMMARY,
-                &format!("summary: Lists orders, newest first (warm-up {warm_up})."),
-            );
-            std::fs::write(&orders, text).unwrap();
-            let deadline = Instant::now() + Duration::from_millis(timeout_ms);
-            while gateway.store.current().generation == before {
-                assert!(
-                    Instant::now() < deadline,
-                    "warm-up edit {warm_up}: no reload"
-                );
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            std::thread::sleep(debounce * 4);
-        }
-        std::thread::sleep(settle);
-        let server_base = status_kib("self", "VmRSS:");
-        let client_base = child.rss_kib();
-        let mut open = 0usize;
-        let mut edit = 0usize;
-        for &n in &fit {
-            let started = Instant::now();
-            let answer = child.ask(&format!("open {}", n - open));
-            let open_secs = started.elapsed().as_secs_f64();
-            // "opened <total> failed <count> <first error…>"
-            let failed: usize = answer.get(3).and_then(|v| v.parse().ok()).unwrap_or(0);
-            if failed > 0 {
-                eprintln!(
-                    "{n} listeners: {failed} streams failed to open: {}",
-                    answer[4..].join(" ")
-                );
-                break;
-            }
-            open = n;
-            std::thread::sleep(settle);
-            let count = gateway.streams.count();
-            assert_eq!(count, n, "the gateway counts every open stream");
-            let server_kib = status_kib("self", "VmRSS:");
-            let client_kib = child.rss_kib();
-            let mut level = Level {
-                listeners: n,
-                open_secs,
-                server_kib_per_stream: server_kib.saturating_sub(server_base) as f64 / n as f64,
-                client_kib_per_stream: client_kib.saturating_sub(client_base) as f64 / n as f64,
-                latencies: Vec::with_capacity(n * edits),
-                swaps: Vec::new(),
-                spreads: Vec::new(),
-                missing: 0,
-                duplicates: 0,
-            };
-            for _ in 0..edits {
-                edit += 1;
-                let before = gateway.store.current().generation;
-                let armed = child.ask("arm");
-                assert_eq!(armed.first().map(String::as_str), Some("armed"));
-                let swapped = swap_stamp(&gateway);
-                let written = now_ns();
-                let text = original.replace(
-                    SUMMARY,
-                    &format!("summary: Lists orders, newest first (edit {edit})."),
-                );
-                std::fs::write(&orders, text).unwrap();
-                // "latencies <missing> <duplicates> <last_ns> <µs>…"
-                let answer = child.ask(&format!("collect {written} {timeout_ms}"));
-                assert_eq!(answer[0], "latencies", "{answer:?}");
-                let missing: usize = answer[1].parse().unwrap();
-                let duplicates: usize = answer[2].parse().unwrap();
-                let last_ns: u64 = answer[3].parse().unwrap();
-                let swap_ns = swapped
-                    .join()
-                    .unwrap()
-                    .unwrap_or_else(|| panic!("edit {edit}: no new generation"));
-                let after = gateway.store.current().generation;
-                assert_eq!(after, before + 1, "edit {edit}: one generation per edit");
-                level.missing += missing;
-                level.duplicates += duplicates;
-                level
-                    .swaps
-                    .push(swap_ns.saturating_sub(written) as f64 / 1e6);
-                if last_ns > 0 {
-                    level
-                        .spreads
-                        .push(last_ns.saturating_sub(swap_ns) as f64 / 1e6);
-                }
-                level
-                    .latencies
-                    .extend(answer[4..].iter().map(|v| v.parse::<f64>().unwrap() / 1e3));
-                // Let the streams and the watcher settle before the next edit.
-                std::thread::sleep(debounce * 4);
-            }
-            eprintln!(
-                "{n} listeners: opened in {open_secs:.2} s, {} edits measured",
-                edits
-            );
-            results.push(level);
-        }
-        // For comparison: idle keep-alive connections (one GET /healthz
-        // each), opened on top of the streams so no freed memory is reused.
-        let room = limit.saturating_sub(open_fds() as u64 + 256) as usize;
-        let idle = room.min(largest.max(100)).min(5_000);
-        if open > 0 && idle >= 100 {
-            std::thread::sleep(settle);
-            let before = status_kib("self", "VmRSS:");
-            let answer = child.ask(&format!("idle {idle}"));
-            let failed: usize = answer.get(3).and_then(|v| v.parse().ok()).unwrap_or(0);
-            std::thread::sleep(settle);
-            let after = status_kib("self", "VmRSS:");
-            if failed == 0 {
-                idle_connections = Some((idle, after.saturating_sub(before) as f64 / idle as f64));
-            } else {
-                eprintln!(
-                    "idle connections: {failed} failed: {}",
-                    answer[4..].join(" ")
-                );
-            }
-        }
-        let bye = child.ask("quit");
-        assert_eq!(bye.first().map(String::as_str), Some("bye"));
-        let _ = child.process.wait();
-    }
+    let edits = Edits {
+        gateway: &gateway,
+        orders: &orders,
+        original: &original,
+        debounce,
+        timeout: config.timeout,
+    };
+    let measured = Listeners::spawn(address, &gateway.settings.endpoint, largest)
+        .and_then(|child| measure(config, &edits, child, &fit, limit, figures));
     drop(watcher);
     gateway.begin_shutdown();
-
-    println!();
-    println!(
-        "subscriptions/listen fan-out: write of orders.yaml → notifications/tools/list_changed per listener \
-         (debounce {} ms, {edits} edits per level, gateway {server_threads} worker thread(s), listeners in a child process, {cores} cores)",
-        debounce.as_millis()
-    );
-    println!(
-        "{:>9} {:>8} {:>9} {:>9} {:>9} {:>11} {:>12} {:>10} {:>10} {:>9}",
-        "listeners",
-        "open s",
-        "p50 ms",
-        "p99 ms",
-        "max ms",
-        "write→swap",
-        "swap→last",
-        "KiB/stream",
-        "client KiB",
-        "missing"
-    );
-    for level in &results {
-        let mut sorted = level.latencies.clone();
-        sorted.sort_by(f64::total_cmp);
-        let mut swaps = level.swaps.clone();
-        swaps.sort_by(f64::total_cmp);
-        let mut spreads = level.spreads.clone();
-        spreads.sort_by(f64::total_cmp);
-        println!(
-            "{:>9} {:>8.2} {:>9.1} {:>9.1} {:>9.1} {:>8.1} ms {:>9.1} ms {:>10.1} {:>10.1} {:>9}",
-            level.listeners,
-            level.open_secs,
-            percentile(&sorted, 0.5),
-            percentile(&sorted, 0.99),
-            sorted.last().copied().unwrap_or(f64::NAN),
-            percentile(&swaps, 0.5),
-            percentile(&spreads, 0.5),
-            level.server_kib_per_stream,
-            level.client_kib_per_stream,
-            level.missing + level.duplicates,
-        );
-    }
-    println!(
-        "(write→swap and swap→last: medians over the edits; KiB/stream: gateway VmRSS growth over the empty baseline / listeners; \
-         missing counts listeners without exactly one list_changed per edit)"
-    );
-    if let Some((count, kib)) = idle_connections {
-        println!(
-            "for comparison, an idle keep-alive HTTP/1.1 connection (one GET /healthz, then idle; {count} opened on top of the streams): {kib:.1} KiB in the gateway"
-        );
-    }
-    for n in skipped {
-        println!("{n} listeners: skipped, open-files limit {limit} per process");
-    }
-    for level in &results {
-        let mut sorted = level.latencies.clone();
-        sorted.sort_by(f64::total_cmp);
-        let p50 = percentile(&sorted, 0.5);
-        let target = match level.listeners {
-            1000 => Some(150.0),
-            10_000 => Some(300.0),
-            _ => None,
-        };
-        if let Some(target) = target {
-            println!(
-                "target p50 ≤ {target} ms at {} listeners: {:.1} ms, {}",
-                level.listeners,
-                p50,
-                if p50 <= target { "met" } else { "NOT met" }
-            );
-        }
-        if level.listeners >= 1000 {
-            println!(
-                "target ≤ 16 KiB per idle stream at {} listeners: {:.1} KiB, {}",
-                level.listeners,
-                level.server_kib_per_stream,
-                if level.server_kib_per_stream <= 16.0 {
-                    "met"
-                } else {
-                    "NOT met"
-                }
-            );
-        }
-    }
-    println!();
     server.shutdown_timeout(Duration::from_secs(2));
+    measured
+}
 
-    if rebuild_edits > 0 {
-        rebuild_real_folder(rebuild_edits);
+/// Writes `orders.yaml` for the gateway to reload.
+struct Edits<'a> {
+    gateway: &'a Arc<Gateway>,
+    orders: &'a Path,
+    original: &'a str,
+    debounce: Duration,
+    timeout: Duration,
+}
+
+impl Edits<'_> {
+    fn write(&self, summary: &str, step: &str) -> Result<(), Stop> {
+        let text = self
+            .original
+            .replace(SUMMARY, &format!("summary: {summary}"));
+        std::fs::write(self.orders, text)
+            .map_err(|e| Stop(format!("{step}: writing {}: {e}", self.orders.display())))
     }
+
+    fn generation(&self) -> u64 {
+        self.gateway.store.current().generation
+    }
+}
+
+/// The levels, then the idle connections, with the child `child`.
+fn measure(
+    config: &Config,
+    edits: &Edits,
+    mut child: Listeners,
+    fit: &[usize],
+    limit: u64,
+    figures: &mut Figures,
+) -> Result<(), Stop> {
+    child.ask("starting the listener process", "hello", "hello", QUICK)?;
+    // Warm-up reloads before the empty reading: the first rebuilds grow
+    // the allocator's arenas once, and that growth belongs to reloading,
+    // not to the streams measured against this baseline.
+    for warm_up in 1..=WARM_UP_EDITS {
+        let step = format!("warm-up edit {warm_up}");
+        let before = edits.generation();
+        edits.write(
+            &format!("Lists orders, newest first (warm-up {warm_up})."),
+            &step,
+        )?;
+        let deadline = Instant::now() + edits.timeout;
+        while edits.generation() == before {
+            if Instant::now() >= deadline {
+                return Err(Stop(format!(
+                    "{step}: timed out after {:.1} s waiting for the gateway to reload orders.yaml \
+                     (its generation stayed {before}: no file-system event, or the rescan did not finish)",
+                    edits.timeout.as_secs_f64()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(edits.debounce * 4);
+    }
+    std::thread::sleep(config.settle);
+    let server_base = status_kib("self", "VmRSS:");
+    let client_base = child.rss_kib();
+    let mut open = 0usize;
+    let mut edit = 0usize;
+    for &n in fit {
+        let step = format!("opening {n} listeners");
+        eprintln!("{step} ({} more)…", n - open);
+        let started = Instant::now();
+        let answer = child.ask(
+            &step,
+            &format!("open {} {}", n - open, config.open_timeout.as_millis()),
+            "opened",
+            config.open_timeout + GRACE,
+        )?;
+        let open_secs = started.elapsed().as_secs_f64();
+        // "opened <total> failed <count> <why…>"
+        let failed: usize = word(&answer, 3, &step)?;
+        if failed > 0 {
+            return Err(Stop(format!(
+                "{step}: {failed} of {} streams did not open: {}",
+                n - open,
+                answer.get(4..).unwrap_or_default().join(" ")
+            )));
+        }
+        open = n;
+        std::thread::sleep(config.settle);
+        let deadline = Instant::now() + QUICK;
+        while edits.gateway.streams.count() != n {
+            if Instant::now() >= deadline {
+                return Err(Stop(format!(
+                    "{step}: the gateway counts {} open streams after {:.0} s, not {n}",
+                    edits.gateway.streams.count(),
+                    QUICK.as_secs_f64()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let server_kib = status_kib("self", "VmRSS:");
+        let client_kib = child.rss_kib();
+        let mut level = Level {
+            listeners: n,
+            open_secs,
+            server_kib_per_stream: server_kib.saturating_sub(server_base) as f64 / n as f64,
+            client_kib_per_stream: client_kib.saturating_sub(client_base) as f64 / n as f64,
+            latencies: Vec::with_capacity(n * config.edits),
+            swaps: Vec::new(),
+            spreads: Vec::new(),
+            missing: 0,
+            duplicates: 0,
+        };
+        for _ in 0..config.edits {
+            edit += 1;
+            measure_edit(edits, &mut child, n, edit, &mut level)?;
+            // Let the streams and the watcher settle before the next edit.
+            std::thread::sleep(edits.debounce * 4);
+        }
+        figures.measured(level);
+    }
+    let idle = open_idle_connections(config, edits.gateway, &mut child, limit, open)?;
+    figures.idle(idle);
+    child.quit()
+}
+
+/// One edit with `n` listeners open: write, then the child's stamps and
+/// the swap's.
+fn measure_edit(
+    edits: &Edits,
+    child: &mut Listeners,
+    n: usize,
+    edit: usize,
+    level: &mut Level,
+) -> Result<(), Stop> {
+    let step = format!("edit {edit} ({n} listeners)");
+    let before = edits.generation();
+    child.ask(&step, "arm", "armed", QUICK)?;
+    let swapped = swap_stamp(edits.gateway, edits.timeout);
+    let written = now_ns();
+    edits.write(&format!("Lists orders, newest first (edit {edit})."), &step)?;
+    // "latencies <missing> <duplicates> <last_ns> <µs>…"; the child
+    // waits `timeout` for every listener, then 20 ms for duplicates.
+    let answer = child.ask(
+        &step,
+        &format!("collect {written} {}", edits.timeout.as_millis()),
+        "latencies",
+        edits.timeout + GRACE,
+    )?;
+    let missing: usize = word(&answer, 1, &step)?;
+    let duplicates: usize = word(&answer, 2, &step)?;
+    let last_ns: u64 = word(&answer, 3, &step)?;
+    // The stamping thread gives up after `timeout` itself.
+    let swap_ns = swapped.join().ok().flatten().ok_or_else(|| {
+        Stop(format!(
+            "{step}: timed out after {:.1} s waiting for the gateway to swap in a new generation \
+             (still {before}: no file-system event, or the rescan did not finish)",
+            edits.timeout.as_secs_f64()
+        ))
+    })?;
+    let after = edits.generation();
+    if after != before + 1 {
+        return Err(Stop(format!(
+            "{step}: the generation went from {before} to {after}, not up by one"
+        )));
+    }
+    level.missing += missing;
+    level.duplicates += duplicates;
+    level
+        .swaps
+        .push(swap_ns.saturating_sub(written) as f64 / 1e6);
+    if last_ns > 0 {
+        level
+            .spreads
+            .push(last_ns.saturating_sub(swap_ns) as f64 / 1e6);
+    }
+    for at in 4..answer.len() {
+        let micros: f64 = word(&answer, at, &step)?;
+        level.latencies.push(micros / 1e3);
+    }
+    Ok(())
+}
+
+/// For comparison: idle keep-alive connections (one GET /healthz each),
+/// opened on top of the `streams` so no freed memory is reused, as many
+/// as fit (at most [`IDLE_MOST`]): each takes a descriptor in both
+/// processes, a local port in the child and a connection under the
+/// gateway's cap.
+fn open_idle_connections(
+    config: &Config,
+    gateway: &Arc<Gateway>,
+    child: &mut Listeners,
+    limit: u64,
+    streams: usize,
+) -> Result<Idle, Stop> {
+    let step = "idle connections";
+    let wanted = streams.clamp(IDLE_LEAST, IDLE_MOST);
+    // "fds <open> <limit>"
+    let answer = child.ask(step, "fds", "fds", QUICK)?;
+    let child_fds: u64 = word(&answer, 1, step)?;
+    let child_limit: u64 = word(&answer, 2, step)?;
+    let connections = *gateway.connections.borrow();
+    let mut rooms = vec![
+        (
+            limit.saturating_sub(open_fds() + SPARE_FDS),
+            format!(
+                "the open-files limit of this process (the gateway: {} descriptors open of {limit}, {SPARE_FDS} kept spare)",
+                open_fds()
+            ),
+        ),
+        (
+            child_limit.saturating_sub(child_fds + SPARE_FDS),
+            format!(
+                "the open-files limit of the listener process ({child_fds} descriptors open of {child_limit}, {SPARE_FDS} kept spare)"
+            ),
+        ),
+        (
+            (gateway.settings.max_connections as u64).saturating_sub(connections as u64 + 16),
+            format!(
+                "the gateway's max_connections ({connections} connections open of {})",
+                gateway.settings.max_connections
+            ),
+        ),
+    ];
+    if let Some(ports) = ephemeral_ports() {
+        rooms.push((
+            ports.saturating_sub(streams as u64 + SPARE_PORTS),
+            format!(
+                "the ephemeral ports ({ports} in /proc/sys/net/ipv4/ip_local_port_range, {streams} taken by the streams, {SPARE_PORTS} kept spare)"
+            ),
+        ));
+    }
+    let (room, why) = rooms
+        .into_iter()
+        .min_by_key(|(room, _)| *room)
+        .unwrap_or((wanted as u64, String::new()));
+    let count = wanted.min(usize::try_from(room).unwrap_or(usize::MAX));
+    if count < IDLE_LEAST {
+        return Ok(Idle::Skipped(format!(
+            "idle connections: skipped: room for {count} of the {wanted} wanted (fewer than {IDLE_LEAST}), limited by {why}"
+        )));
+    }
+    if count < wanted {
+        eprintln!("idle connections: {count} of the {wanted} wanted, limited by {why}");
+    }
+    eprintln!("opening {count} idle connections…");
+    std::thread::sleep(config.settle);
+    let before = status_kib("self", "VmRSS:");
+    let step = format!("opening {count} idle connections");
+    let answer = child.ask(
+        &step,
+        &format!("idle {count} {}", config.open_timeout.as_millis()),
+        "idle",
+        config.open_timeout + GRACE,
+    )?;
+    // "idle <opened> failed <count> <why…>"
+    let failed: usize = word(&answer, 3, &step)?;
+    if failed > 0 {
+        return Err(Stop(format!(
+            "{step}: {failed} did not open: {}",
+            answer.get(4..).unwrap_or_default().join(" ")
+        )));
+    }
+    std::thread::sleep(config.settle);
+    let after = status_kib("self", "VmRSS:");
+    Ok(Idle::Measured {
+        count,
+        kib: after.saturating_sub(before) as f64 / count as f64,
+    })
 }
 
 /// A thread (with its own small runtime, so no gateway worker queue stands
 /// between the swap and the stamp) that returns when the store's
-/// generation changes.
-fn swap_stamp(gateway: &Arc<Gateway>) -> std::thread::JoinHandle<Option<u64>> {
+/// generation changes, or `None` after `timeout`.
+fn swap_stamp(gateway: &Arc<Gateway>, timeout: Duration) -> std::thread::JoinHandle<Option<u64>> {
     let mut generations = gateway.store.subscribe();
     generations.borrow_and_update();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
-            .unwrap();
+            .ok()?;
         runtime.block_on(async {
-            match tokio::time::timeout(Duration::from_secs(30), generations.changed()).await {
+            match tokio::time::timeout(timeout, generations.changed()).await {
                 Ok(Ok(())) => Some(now_ns()),
                 _ => None,
             }
@@ -574,7 +1026,43 @@ fn median(mut values: Vec<f64>) -> f64 {
     percentile(&values, 0.5)
 }
 
-fn rebuild_real_folder(edits: usize) {
+/// A runtime shut down, without waiting more than a second for its
+/// blocking tasks, when dropped (a rescan given up on may still be
+/// building).
+struct Background(Option<tokio::runtime::Runtime>);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+/// `reloader.rescan()` within [`RESCAN_DEADLINE`]: its outcome and how
+/// long it took.
+fn rescan(
+    runtime: &Background,
+    reloader: &Reloader,
+    step: &str,
+) -> Result<(Outcome, Duration), Stop> {
+    let runtime = runtime
+        .0
+        .as_ref()
+        .ok_or_else(|| Stop(format!("{step}: no runtime")))?;
+    let started = Instant::now();
+    let outcome = runtime
+        .block_on(async { tokio::time::timeout(RESCAN_DEADLINE, reloader.rescan()).await })
+        .map_err(|_| {
+            Stop(format!(
+                "{step}: timed out after {:.0} s waiting for the gateway's Reloader::rescan of the real folder",
+                RESCAN_DEADLINE.as_secs_f64()
+            ))
+        })?;
+    Ok((outcome, started.elapsed()))
+}
+
+fn rebuild_real_folder(edits: usize) -> Result<(), Stop> {
     let real = corpus::vendored().dir.as_path();
     let dir = tempfile::tempdir().expect("temporary catalogs folder");
     let mut bytes = 0u64;
@@ -608,10 +1096,12 @@ fn rebuild_real_folder(edits: usize) {
         "an untouched folder parses nothing again: {untouched_reparsed:?}"
     );
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = Background(Some(
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime"),
+    ));
     let settings = Settings {
         catalogs: dir.path().to_path_buf(),
         listen: "127.0.0.1:0".parse().unwrap(),
@@ -621,9 +1111,8 @@ fn rebuild_real_folder(edits: usize) {
     };
     let gateway = Gateway::new(settings, catalog, cold_scan + cold_build).expect("a gateway");
     let reloader = Reloader::new(gateway.clone(), sources.clone());
-    let started = Instant::now();
-    let outcome = runtime.block_on(reloader.rescan());
-    let untouched_rescan = started.elapsed();
+    let (outcome, untouched_rescan) =
+        rescan(&runtime, &reloader, "rescan of the untouched real folder")?;
     assert_eq!(outcome, Outcome::Unchanged);
 
     let mut previous = sources;
@@ -654,9 +1143,8 @@ fn rebuild_real_folder(edits: usize) {
         previous = next;
 
         let before = gateway.store.current().generation;
-        let started = Instant::now();
-        let outcome = runtime.block_on(reloader.rescan());
-        rescans.push(ms(started.elapsed()));
+        let (outcome, took) = rescan(&runtime, &reloader, &format!("real-folder edit {k}"))?;
+        rescans.push(ms(took));
         assert_eq!(outcome, Outcome::Bumped(before + 1), "edit {k}");
     }
 
@@ -688,28 +1176,31 @@ fn rebuild_real_folder(edits: usize) {
         median(drops)
     );
     println!();
-    runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(())
 }
 
 // ----------------------------------------------------------------- child
 
 mod child {
     //! The listeners: raw HTTP/1.1 `subscriptions/listen` streams, driven
-    //! by commands on stdin, one answer line each on stdout.
+    //! by commands on stdin, one answer line each on stdout. A command
+    //! that waits (`open`, `idle`, `collect`) is given its deadline and
+    //! answers by then, saying what it was still waiting for.
 
-    use super::{MODERN, now_ns};
+    use super::mcp_request::{Post, modern_request};
+    use super::{now_ns, open_fds, open_files_limit};
     use std::io::{BufRead, Write};
     use std::net::SocketAddr;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
-    use tokio::sync::Semaphore;
+    use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
     const ACK: &[u8] = b"notifications/subscriptions/acknowledged";
     const CHANGED: &[u8] = b"notifications/tools/list_changed";
-    /// Streams being opened at once (the accept backlog is finite).
+    /// Connections being opened at once (the accept backlog is finite).
     const OPENING: usize = 64;
 
     /// What the streams report, by stream index.
@@ -720,6 +1211,55 @@ mod child {
         count: Vec<AtomicU32>,
         received: AtomicUsize,
         closed: AtomicUsize,
+    }
+
+    /// Where a batch of connections being opened stands.
+    #[derive(Default)]
+    struct Tally {
+        /// Tasks started (at most [`OPENING`] are opening at once).
+        started: AtomicUsize,
+        /// Started, waiting for the TCP connection.
+        connecting: AtomicUsize,
+        /// Connected, request sent, waiting for the gateway's answer.
+        answering: AtomicUsize,
+        /// Open (answered).
+        opened: AtomicUsize,
+        /// Refused or broken.
+        failed: AtomicUsize,
+        first_error: Mutex<Option<String>>,
+    }
+
+    impl Tally {
+        fn fail(&self, why: String) {
+            self.failed.fetch_add(1, Ordering::SeqCst);
+            if let Ok(mut first) = self.first_error.lock() {
+                first.get_or_insert(why);
+            }
+        }
+
+        /// "<failed> <why…>" for `total` connections, after `timed_out`
+        /// when the deadline passed: what they were still waiting for.
+        fn outcome(&self, total: usize, timed_out: Option<Duration>, answer: &str) -> String {
+            let opened = self.opened.load(Ordering::SeqCst);
+            let failed = self.failed.load(Ordering::SeqCst);
+            let first = self.first_error.lock().ok().and_then(|first| first.clone());
+            let Some(after) = timed_out else {
+                return format!("{failed} {}", first.unwrap_or_default());
+            };
+            let first = first
+                .map(|why| format!("; first error: {why}"))
+                .unwrap_or_default();
+            format!(
+                "{} timed out after {} ms with {opened} of {total} open and {failed} refused or broken: \
+                 {} sent their request and were waiting for {answer}, {} were waiting for the TCP connection, \
+                 {} not started (at most {OPENING} open at once){first}",
+                total - opened,
+                after.as_millis(),
+                self.answering.load(Ordering::SeqCst),
+                self.connecting.load(Ordering::SeqCst),
+                total.saturating_sub(self.started.load(Ordering::SeqCst)),
+            )
+        }
     }
 
     pub fn run() {
@@ -749,29 +1289,31 @@ mod child {
         });
         let mut open = 0usize;
         let stdout = std::io::stdout();
+        let millis = |text: &str| Duration::from_millis(text.parse().unwrap());
         for line in std::io::stdin().lock().lines() {
             let Ok(line) = line else { break };
             let words: Vec<&str> = line.split_whitespace().collect();
             let answer = match words.as_slice() {
                 ["hello"] => "hello".to_string(),
-                ["open", more] => {
+                ["fds"] => format!("fds {} {}", open_fds(), open_files_limit().unwrap_or(0)),
+                ["open", more, within] => {
                     let more: usize = more.parse().unwrap();
                     let range = open..(open + more).min(capacity);
-                    let (opened, errors) = runtime.block_on(open_streams(
+                    let (opened, outcome) = runtime.block_on(open_streams(
                         address,
                         &endpoint,
-                        range.clone(),
+                        range,
                         marks.clone(),
+                        millis(within),
                     ));
                     open += opened;
-                    let first = errors.first().cloned().unwrap_or_default();
-                    format!("opened {open} failed {} {first}", errors.len())
+                    format!("opened {open} failed {outcome}")
                 }
-                ["idle", more] => {
+                ["idle", more, within] => {
                     let more: usize = more.parse().unwrap();
-                    let (opened, errors) = runtime.block_on(open_idle(address, more));
-                    let first = errors.first().cloned().unwrap_or_default();
-                    format!("idle {opened} failed {} {first}", errors.len())
+                    let (opened, outcome) =
+                        runtime.block_on(open_idle(address, more, millis(within)));
+                    format!("idle {opened} failed {outcome}")
                 }
                 ["arm"] => {
                     for i in 0..open {
@@ -781,9 +1323,9 @@ mod child {
                     marks.received.store(0, Ordering::SeqCst);
                     "armed".to_string()
                 }
-                ["collect", written, timeout_ms] => {
+                ["collect", written, within] => {
                     let written: u64 = written.parse().unwrap();
-                    let timeout = Duration::from_millis(timeout_ms.parse().unwrap());
+                    let timeout = millis(within);
                     let started = Instant::now();
                     while marks.received.load(Ordering::SeqCst) < open
                         && started.elapsed() < timeout
@@ -833,121 +1375,166 @@ mod child {
         out
     }
 
+    /// Opens `count` connections with `open_one` (given each its index
+    /// and its permit, to drop once open), [`OPENING`] at a time, for at
+    /// most `within`: how many opened, and "<failed> <why…>".
+    async fn open_batch<F, O>(
+        count: usize,
+        within: Duration,
+        answer: &str,
+        open_one: F,
+    ) -> (usize, String)
+    where
+        F: Fn(usize, Arc<Tally>, OwnedSemaphorePermit, oneshot::Sender<()>) -> O,
+        O: Future<Output = ()> + Send + 'static,
+    {
+        let tally = Arc::new(Tally::default());
+        let work = async {
+            let gate = Arc::new(Semaphore::new(OPENING));
+            let mut pending = Vec::with_capacity(count);
+            for index in 0..count {
+                let Ok(permit) = gate.clone().acquire_owned().await else {
+                    break;
+                };
+                tally.started.fetch_add(1, Ordering::SeqCst);
+                // Until its task has its TCP connection (or none).
+                tally.connecting.fetch_add(1, Ordering::SeqCst);
+                let (done, finished) = oneshot::channel();
+                tokio::spawn(open_one(index, tally.clone(), permit, done));
+                pending.push(finished);
+            }
+            for finished in pending {
+                let _ = finished.await;
+            }
+        };
+        let timed_out = tokio::time::timeout(within, work)
+            .await
+            .err()
+            .map(|_| within);
+        let opened = tally.opened.load(Ordering::SeqCst);
+        (opened, tally.outcome(count, timed_out, answer))
+    }
+
     async fn open_streams(
         address: SocketAddr,
         endpoint: &str,
         range: std::ops::Range<usize>,
         marks: Arc<Marks>,
-    ) -> (usize, Vec<String>) {
-        let gate = Arc::new(Semaphore::new(OPENING));
-        let mut pending = Vec::with_capacity(range.len());
-        for index in range {
-            let permit = gate.clone().acquire_owned().await.unwrap();
-            let (ready, answer) = tokio::sync::oneshot::channel();
-            let request = request(address, endpoint, index);
-            let marks = marks.clone();
-            tokio::spawn(async move {
-                listen(address, request, index, marks, ready, permit).await;
-            });
-            pending.push(answer);
-        }
-        let mut opened = 0;
-        let mut errors = Vec::new();
-        for answer in pending {
-            match answer.await {
-                Ok(Ok(())) => opened += 1,
-                Ok(Err(why)) => errors.push(why),
-                Err(_) => errors.push("stream task ended".to_string()),
-            }
-        }
-        (opened, errors)
+        within: Duration,
+    ) -> (usize, String) {
+        let first = range.start;
+        open_batch(
+            range.len(),
+            within,
+            "the gateway's acknowledgement",
+            |offset, tally, permit, done| {
+                let index = first + offset;
+                let request = request(address, endpoint, index);
+                listen(address, request, index, marks.clone(), tally, permit, done)
+            },
+        )
+        .await
     }
 
     /// `count` keep-alive connections that each made one `GET /healthz`
     /// and then sit idle: what any idle HTTP/1.1 connection costs.
-    async fn open_idle(address: SocketAddr, count: usize) -> (usize, Vec<String>) {
-        let gate = Arc::new(Semaphore::new(OPENING));
-        let mut pending = Vec::with_capacity(count);
-        for _ in 0..count {
-            let permit = gate.clone().acquire_owned().await.unwrap();
-            let (ready, answer) = tokio::sync::oneshot::channel::<Result<(), String>>();
-            tokio::spawn(async move {
-                let opened = async {
-                    let mut stream = TcpStream::connect(address)
-                        .await
-                        .map_err(|e| format!("connect: {e}"))?;
-                    stream.set_nodelay(true).ok();
-                    let request = format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\n\r\n");
-                    stream
-                        .write_all(request.as_bytes())
-                        .await
-                        .map_err(|e| format!("write: {e}"))?;
-                    let mut buffer = [0u8; 512];
-                    let mut seen = Vec::new();
-                    while find(&seen, b"\"ok\"").is_none() {
-                        let n = stream
-                            .read(&mut buffer)
-                            .await
-                            .map_err(|e| format!("read: {e}"))?;
-                        if n == 0 {
-                            return Err("closed".to_string());
-                        }
-                        seen.extend_from_slice(&buffer[..n]);
-                    }
-                    Ok(stream)
-                };
-                match opened.await {
-                    Ok(mut stream) => {
-                        let _ = ready.send(Ok(()));
-                        drop(permit);
-                        let mut buffer = [0u8; 64];
-                        while let Ok(n) = stream.read(&mut buffer).await {
-                            if n == 0 {
-                                break;
-                            }
-                        }
-                    }
-                    Err(why) => {
-                        let _ = ready.send(Err(why));
-                    }
-                }
-            });
-            pending.push(answer);
-        }
-        let mut opened = 0;
-        let mut errors = Vec::new();
-        for answer in pending {
-            match answer.await {
-                Ok(Ok(())) => opened += 1,
-                Ok(Err(why)) => errors.push(why),
-                Err(_) => errors.push("connection task ended".to_string()),
-            }
-        }
-        (opened, errors)
+    async fn open_idle(address: SocketAddr, count: usize, within: Duration) -> (usize, String) {
+        open_batch(
+            count,
+            within,
+            "the gateway's answer to GET /healthz",
+            |_, tally, permit, done| idle(address, tally, permit, done),
+        )
+        .await
     }
 
-    fn request(address: SocketAddr, endpoint: &str, index: usize) -> Vec<u8> {
-        let body = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": index,
-            "method": "subscriptions/listen",
-            "params": {
-                "notifications": {"toolsListChanged": true},
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": MODERN,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "sezzlee-fanout", "version": "0.0.0"}
-                }
+    /// Opens one connection of a batch: connects (the batch counted it as
+    /// connecting), then awaits `answer` (counted as waiting for the
+    /// gateway's answer), then counts it open or failed and tells the
+    /// batch; the connection if it opened.
+    async fn open_one(
+        address: SocketAddr,
+        tally: &Tally,
+        done: oneshot::Sender<()>,
+        answer: impl AsyncFnOnce(&mut TcpStream) -> Result<(), String>,
+    ) -> Option<TcpStream> {
+        let connected = TcpStream::connect(address).await;
+        tally.connecting.fetch_sub(1, Ordering::SeqCst);
+        let opened = match connected {
+            Ok(mut stream) => {
+                stream.set_nodelay(true).ok();
+                tally.answering.fetch_add(1, Ordering::SeqCst);
+                let answered = answer(&mut stream).await;
+                tally.answering.fetch_sub(1, Ordering::SeqCst);
+                answered.map(|()| stream)
             }
-        })
-        .to_string();
-        format!(
-            "POST {endpoint} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\n\
-             Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .into_bytes()
+            Err(err) => Err(format!("connect: {err}")),
+        };
+        let opened = match opened {
+            Ok(stream) => {
+                tally.opened.fetch_add(1, Ordering::SeqCst);
+                Some(stream)
+            }
+            Err(why) => {
+                tally.fail(why);
+                None
+            }
+        };
+        let _ = done.send(());
+        opened
+    }
+
+    /// Sends `GET /healthz` and reads until its answer.
+    async fn healthz(stream: &mut TcpStream, address: SocketAddr) -> Result<(), String> {
+        let request = format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\n\r\n");
+        stream
+            .write_all(request.as_bytes())
+            .await
+            .map_err(|e| format!("write: {e}"))?;
+        let mut buffer = [0u8; 512];
+        let mut seen = Vec::new();
+        while find(&seen, b"\"ok\"").is_none() {
+            let n = stream
+                .read(&mut buffer)
+                .await
+                .map_err(|e| format!("read: {e}"))?;
+            if n == 0 {
+                return Err("closed".to_string());
+            }
+            seen.extend_from_slice(&buffer[..n]);
+        }
+        Ok(())
+    }
+
+    /// One idle connection: connect, `GET /healthz`, then read until the
+    /// gateway closes it.
+    async fn idle(
+        address: SocketAddr,
+        tally: Arc<Tally>,
+        permit: OwnedSemaphorePermit,
+        done: oneshot::Sender<()>,
+    ) {
+        let healthz = async |stream: &mut TcpStream| healthz(stream, address).await;
+        let Some(mut stream) = open_one(address, &tally, done, healthz).await else {
+            return;
+        };
+        drop(permit);
+        let mut buffer = [0u8; 64];
+        while let Ok(n) = stream.read(&mut buffer).await {
+            if n == 0 {
+                break;
+            }
+        }
+    }
+
+    /// The listen request of stream `index` (its JSON-RPC id).
+    fn request(address: SocketAddr, endpoint: &str, index: usize) -> Vec<u8> {
+        let body = modern_request(
+            index,
+            "subscriptions/listen",
+            serde_json::json!({"notifications": {"toolsListChanged": true}}),
+        );
+        Post::of(&body).http1(&address.to_string(), endpoint)
     }
 
     fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -961,6 +1548,46 @@ mod child {
             .count() as u32
     }
 
+    /// Reads the answer to a listen request up to its acknowledgement;
+    /// what came after it stays in `pending`.
+    async fn acknowledged(
+        stream: &mut TcpStream,
+        request: &[u8],
+        pending: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        let mut buffer = [0u8; 2048];
+        stream
+            .write_all(request)
+            .await
+            .map_err(|e| format!("write: {e}"))?;
+        loop {
+            let n = stream
+                .read(&mut buffer)
+                .await
+                .map_err(|e| format!("read: {e}"))?;
+            if n == 0 {
+                return Err(format!(
+                    "closed before the acknowledgement: {}",
+                    String::from_utf8_lossy(pending)
+                ));
+            }
+            pending.extend_from_slice(&buffer[..n]);
+            if pending.len() >= 12 && !pending.starts_with(b"HTTP/1.1 200") {
+                // Read the rest of a refusal for the report.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                if let Ok(n) = stream.try_read(&mut buffer) {
+                    pending.extend_from_slice(&buffer[..n]);
+                }
+                let text = String::from_utf8_lossy(pending).replace(['\r', '\n'], " ");
+                return Err(format!("refused: {text}"));
+            }
+            if let Some(at) = find(pending, ACK) {
+                pending.drain(..at + ACK.len());
+                return Ok(());
+            }
+        }
+    }
+
     /// One stream: open, wait for the acknowledgement, then stamp every
     /// list_changed until the gateway closes it.
     async fn listen(
@@ -968,58 +1595,18 @@ mod child {
         request: Vec<u8>,
         index: usize,
         marks: Arc<Marks>,
-        ready: tokio::sync::oneshot::Sender<Result<(), String>>,
-        permit: tokio::sync::OwnedSemaphorePermit,
+        tally: Arc<Tally>,
+        permit: OwnedSemaphorePermit,
+        done: oneshot::Sender<()>,
     ) {
-        let mut buffer = [0u8; 2048];
         let mut pending: Vec<u8> = Vec::new();
-        let opened = async {
-            let mut stream = TcpStream::connect(address)
-                .await
-                .map_err(|e| format!("connect: {e}"))?;
-            stream.set_nodelay(true).ok();
-            stream
-                .write_all(&request)
-                .await
-                .map_err(|e| format!("write: {e}"))?;
-            loop {
-                let n = stream
-                    .read(&mut buffer)
-                    .await
-                    .map_err(|e| format!("read: {e}"))?;
-                if n == 0 {
-                    return Err(format!(
-                        "closed before the acknowledgement: {}",
-                        String::from_utf8_lossy(&pending)
-                    ));
-                }
-                pending.extend_from_slice(&buffer[..n]);
-                if pending.len() >= 12 && !pending.starts_with(b"HTTP/1.1 200") {
-                    // Read the rest of a refusal for the report.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    if let Ok(n) = stream.try_read(&mut buffer) {
-                        pending.extend_from_slice(&buffer[..n]);
-                    }
-                    let text = String::from_utf8_lossy(&pending).replace(['\r', '\n'], " ");
-                    return Err(format!("refused: {text}"));
-                }
-                if let Some(at) = find(&pending, ACK) {
-                    pending.drain(..at + ACK.len());
-                    return Ok(stream);
-                }
-            }
-        };
-        let mut stream = match opened.await {
-            Ok(stream) => {
-                let _ = ready.send(Ok(()));
-                stream
-            }
-            Err(why) => {
-                let _ = ready.send(Err(why));
-                return;
-            }
+        let acknowledged =
+            async |stream: &mut TcpStream| acknowledged(stream, &request, &mut pending).await;
+        let Some(mut stream) = open_one(address, &tally, done, acknowledged).await else {
+            return;
         };
         drop(permit);
+        let mut buffer = [0u8; 2048];
         loop {
             let n = match stream.read(&mut buffer).await {
                 Ok(0) | Err(_) => break,
