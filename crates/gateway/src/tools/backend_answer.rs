@@ -6,7 +6,7 @@
 
 use super::envelope::{Code, Retry, ToolAnswer};
 use super::paging::next_step;
-use super::shape::{self, Cut, json_bytes, json_chars};
+use super::shape::{Cut, Shaper, json_bytes};
 use crate::backend::response::{BackendResponse, ResponseBody};
 use serde_json::{Map, Value, json};
 use sezzlee_catalog::Tool;
@@ -47,13 +47,14 @@ pub fn answer(
     let empty = form
         .answer(form.fields(status, Value::Null, &headers, None), None)
         .chars();
-    if empty - 4 + json_chars(&body) <= budget {
+    let mut shaper = Shaper::default();
+    if empty - 4 + shaper.size(&body) <= budget {
         return form.answer(form.fields(status, body, &headers, None), None);
     }
     let bytes = json_bytes(&body);
     let mut room = budget.saturating_sub(empty);
     for _ in 0..ROUNDS {
-        let shaped = shape::shape(&body, room);
+        let shaped = shaper.shape(&body, room);
         let step = next_step(tool, arguments, &body, &headers, &shaped.cuts);
         let note = Note {
             cuts: &shaped.cuts,
@@ -185,6 +186,7 @@ impl Form {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::shape::json_chars;
     use proptest::prelude::*;
     use sezzlee_catalog::{Catalog, Sources};
 

@@ -5,7 +5,7 @@
 //! nothing about protocol eras or headers: a call is a name, a JSON value
 //! of arguments and the caller, and the answer is a [`ToolAnswer`].
 
-mod backend_answer;
+pub mod backend_answer;
 pub mod cards;
 pub mod definitions;
 pub mod envelope;

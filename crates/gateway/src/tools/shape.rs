@@ -80,13 +80,7 @@ pub struct Shaped {
 /// or `{}`; only a bare number or literal larger than `room` is kept as it
 /// is, so callers check the result's size).
 pub fn shape(body: &Value, room: usize) -> Shaped {
-    let mut shaper = Shaper::default();
-    let mut at = String::new();
-    let body = shaper.value(body, room, &mut at);
-    Shaped {
-        body,
-        cuts: shaper.cuts,
-    }
+    Shaper::default().shape(body, room)
 }
 
 /// Characters of `value` serialised compactly, as serde_json writes it.
@@ -138,18 +132,32 @@ fn escaped_chars(c: char) -> usize {
     }
 }
 
-/// The cuts made so far, and the sizes of the body's containers measured
-/// (each once however often its ancestors are shaped; keyed by address,
-/// so only nodes of the body itself, which outlives the shaper, are ever
-/// measured through it).
+/// Shapes one body, as often as its caller needs to find the room that
+/// fits: the sizes of the body's containers are measured once, whatever
+/// the number of rounds (keyed by address, so a shaper serves one body,
+/// which must outlive it, and only nodes of that body are measured
+/// through it).
 #[derive(Default)]
-struct Shaper {
+pub struct Shaper {
     cuts: Vec<Cut>,
     sizes: HashMap<*const Value, usize>,
 }
 
 impl Shaper {
-    fn size(&mut self, value: &Value) -> usize {
+    /// `body` shaped into `room` characters (see [`shape`]).
+    pub fn shape(&mut self, body: &Value, room: usize) -> Shaped {
+        self.cuts.clear();
+        let mut at = String::new();
+        let body = self.value(body, room, &mut at);
+        Shaped {
+            body,
+            cuts: std::mem::take(&mut self.cuts),
+        }
+    }
+
+    /// Characters of `value` (a node of the shaper's body) serialised
+    /// compactly.
+    pub fn size(&mut self, value: &Value) -> usize {
         match value {
             Value::Array(items) => {
                 if let Some(&size) = self.sizes.get(&(value as *const Value)) {
