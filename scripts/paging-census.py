@@ -16,7 +16,7 @@ holders).
 import json, os, sys, re, collections
 sys.path.insert(0, '/tmp')
 root = sys.argv[1]
-ROLES = {"top","limit","perpage","pagesize","maxresults","maxitems","maxrecords","maxcount","count","rows","size","max","first","resultsperpage","itemsperpage",
+ROLES = {"top","limit","perpage","pagesize","maxresults","maxitems","maxrecords","maxcount","count","rows","size","max","resultsperpage","itemsperpage",
 "page","pagenumber","pageno","pageindex","currentpage","offset","skip","start","startindex","startat","firstrow","skiprecords","startingafter","afterid",
 "pagetoken","cursor","nexttoken","nextpagetoken","continuationtoken","continue","marker","skiptoken","paginationtoken","after"}
 CONT = ["@odata.nextLink","nextLink","next_link","nextPageToken","next_page_token","nextToken","NextToken","next_cursor","nextCursor","NextMarker","nextMarker","continuationToken","continue","cursor","next_page_url","next"]

@@ -43,7 +43,6 @@ const ROLES: &[(&str, Role)] = &[
     ("rows", Role::Size),
     ("size", Role::Size),
     ("max", Role::Size),
-    ("first", Role::Size),
     ("resultsperpage", Role::Size),
     ("itemsperpage", Role::Size),
     ("page", Role::PageNumber),
@@ -73,7 +72,8 @@ const ROLES: &[(&str, Role)] = &[
 ];
 
 /// Names that look like paging but are not (OData's `$count` asks for a
-/// total, not a page size).
+/// total, not a page size). `first` is left out of the table for being
+/// both: a page size in some APIs, an offset in others (Keycloak).
 const NOT_PAGING: &[&str] = &["$count"];
 
 /// Response members that carry the next page: a token or a link.
@@ -296,6 +296,12 @@ pub fn next_step(
         pointer_name(at)
     );
     let size = paging.size;
+    // The page size to ask for: what fitted, within the argument's own
+    // `maximum` (YouTube's `maxResults` takes at most 50).
+    let fits = size
+        .and_then(|size| size_maximum(tool, size))
+        .map_or(kept as u64, |most| most.min(kept as u64))
+        .max(1);
     // Exact continuations, best first.
     if let (Some(after), Some(id)) = (paging.after_item, last_kept_id(body, at, kept)) {
         return format!("{head} To get the rest, call again with {after}={id}.");
@@ -305,7 +311,7 @@ pub fn next_step(
         let next = now + kept as u64;
         return match size {
             Some(size) => format!(
-                "{head} To get the rest in pages that fit, call again with {size}={kept} and {offset}={next}."
+                "{head} To get the rest in pages that fit, call again with {size}={fits} and {offset}={next}."
             ),
             None => format!("{head} To get the rest, call again with {offset}={next}."),
         };
@@ -314,7 +320,7 @@ pub fn next_step(
         let current = number_argument(arguments, page).unwrap_or(1).max(1);
         let per_page = number_argument(arguments, size).unwrap_or(of as u64).max(1);
         let skipped = (current - 1) * per_page + kept as u64;
-        let fitting = page_size_dividing(skipped, kept as u64);
+        let fitting = page_size_dividing(skipped, fits);
         return format!(
             "{head} To get the rest in pages that fit, call again with {size}={fitting} and {page}={}.",
             skipped / fitting + 1
@@ -327,7 +333,7 @@ pub fn next_step(
         );
         return match (size, passed) {
             (Some(size), _) => format!(
-                "{head} This page is continued by {} but the {left_out} items left out here come before it: call again with {size}={kept} so pages fit, then pass each answer's continuation on.",
+                "{head} This page is continued by {} but the {left_out} items left out here come before it: call again with {size}={fits} so pages fit, then pass each answer's continuation on.",
                 continued.from
             ),
             (None, Some(passed)) => format!(
@@ -342,7 +348,7 @@ pub fn next_step(
     }
     if let Some(size) = size {
         return format!(
-            "{head} Call again with {size}={kept} so the page fits; the operation has no argument to ask for the items after it{}.",
+            "{head} Call again with {size}={fits} so the page fits; the operation has no argument to ask for the items after it{}.",
             narrowing(tool).map_or_else(String::new, |narrow| format!(
                 ", so narrow the call with {narrow}"
             ))
@@ -356,6 +362,15 @@ pub fn next_step(
             "{head} There is no way to page this operation (no paging argument, no continuation in the response) and no argument to narrow it."
         ),
     }
+}
+
+/// The `maximum` the inputSchema sets on the argument `name`, if any.
+fn size_maximum(tool: &Tool, name: &str) -> Option<u64> {
+    let schema = tool.input_schema.to_value();
+    let maximum = schema.get("properties")?.get(name)?.get("maximum")?;
+    maximum
+        .as_u64()
+        .or_else(|| maximum.as_f64().filter(|m| *m >= 1.0).map(|m| m as u64))
 }
 
 /// A continuation link's query argument this operation takes, as
