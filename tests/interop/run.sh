@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Interop tests against a real `sezzlee serve` on the shipped catalogs/:
-#   1. the official Python MCP SDK (tests/interop/test_python_sdk.py, pytest),
+#   1. the official Python MCP SDK (tests/interop/test_python_sdk.py, pytest;
+#      a shaped list read through it: tests/interop/test_python_shaped.py),
 #      and its listen stream on catalogs edited live
 #      (tests/interop/test_python_listen.py, which starts its own gateways),
 #      and `sezzlee client` against servers built with the Python SDK
@@ -162,7 +163,7 @@ if $python_ready; then
     SEZZLEE_URL="$URL" SEZZLEE_BIN="$BIN" CI="${CI:-1}" \
         SEZZLEE_NODE="$NODE" SEZZLEE_NODE_MODULES="$ROOT/$NODE_PREFIX/node_modules" \
         "$VENV/bin/python" -m pytest -q --tb=short -p no:cacheprovider \
-        --junitxml=target/interop-pytest.xml "$HERE/test_python_sdk.py" "$HERE/test_python_listen.py" \
+        --junitxml=target/interop-pytest.xml "$HERE/test_python_sdk.py" "$HERE/test_python_listen.py" "$HERE/test_python_shaped.py" \
         "$HERE/test_client_third_party.py" "$HERE/test_identity_provider.py"
     pytest_status=$?
     read -r p f < <(python3 - target/interop-pytest.xml <<'EOF' || echo "0 1"
