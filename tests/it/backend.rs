@@ -66,8 +66,9 @@ pub struct Backend {
     canned: Canned,
 }
 
-/// A JSON body every path answers with instead of its own, when set.
-type Canned = Arc<Mutex<Option<String>>>;
+/// A JSON body every path answers with instead of its own, when set, and
+/// the `Link` header it comes with, if any.
+type Canned = Arc<Mutex<Option<(String, Option<String>)>>>;
 
 impl Backend {
     pub async fn start() -> Backend {
@@ -86,7 +87,13 @@ impl Backend {
 
     /// From now on every path answers 200 with this JSON body.
     pub fn answer_every_path_with(&self, body: &Value) {
-        *self.canned.lock().unwrap() = Some(body.to_string());
+        *self.canned.lock().unwrap() = Some((body.to_string(), None));
+    }
+
+    /// From now on every path answers 200 with this JSON body and this
+    /// `Link` header (GitHub's paging).
+    pub fn answer_every_path_with_link(&self, body: &Value, link: &str) {
+        *self.canned.lock().unwrap() = Some((body.to_string(), Some(link.to_string())));
     }
 
     pub fn count(&self) -> usize {
@@ -145,7 +152,12 @@ async fn record_and_answer(
     log.lock().unwrap().push(recorded);
     let canned = canned.lock().unwrap().clone();
     match canned {
-        Some(body) => with_headers(200, &[("content-type", "application/json")], body),
+        Some((body, None)) => with_headers(200, &[("content-type", "application/json")], body),
+        Some((body, Some(link))) => with_headers(
+            200,
+            &[("content-type", "application/json"), ("link", &link)],
+            body,
+        ),
         None => answer(&path, &base).await,
     }
 }

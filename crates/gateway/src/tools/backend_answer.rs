@@ -405,4 +405,27 @@ mod tests {
             }
         }
     }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4, ..ProptestConfig::default() })]
+        #[test]
+        #[ignore = "slow campaign: random bodies grown to the 8 MiB read cap"]
+        fn any_body_up_to_the_read_cap_fits(
+            part in json_value(),
+            budget in 400usize..60_000,
+        ) {
+            // The random value repeated until the body is about 8 MiB.
+            let copies = (8 * 1024 * 1024 / json_chars(&part).max(1)).clamp(1, 1 << 20);
+            let body = Value::Array(vec![part; copies]);
+            let catalog = tools();
+            let tool = catalog.tool("github").unwrap();
+            let given = answer(response(200, body.clone(), &[]), budget, tool, &Map::new());
+            let text = given.into_text();
+            prop_assert!(text.chars().count() <= budget);
+            let payload: Value = serde_json::from_str(&text).unwrap();
+            for cut in payload["shaped"].as_array().into_iter().flatten() {
+                prop_assert!(body.pointer(cut["at"].as_str().unwrap()).is_some());
+            }
+        }
+    }
 }
