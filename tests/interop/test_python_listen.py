@@ -15,10 +15,6 @@ SubscriptionLost).
 import os
 import shutil
 import signal
-import socket
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import anyio
@@ -26,50 +22,24 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
-BIN = os.environ.get("SEZZLEE_BIN")
+import gateway_process
+
 SHIPPED = Path(__file__).resolve().parents[2] / "catalogs"
 GENERATION = "sezzlee/catalogGeneration"
 DOCUMENT = "orders.yaml"
 ORIGINAL_SUMMARY = "summary: Lists orders, newest first."
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def gateway(tmp_path):
     """A running sezzlee on a copy of catalogs/: yields (url, folder, process)."""
-    if not BIN:
-        (pytest.fail if os.environ.get("CI") else pytest.skip)("SEZZLEE_BIN is not set")
     folder = tmp_path / "catalogs"
     shutil.copytree(SHIPPED, folder)
-    port = free_port()
-    log = open(tmp_path / "sezzlee.log", "wb")
-    process = subprocess.Popen(
-        [BIN, "serve", "--catalogs", str(folder), "--listen", f"127.0.0.1:{port}",
-         "--watch", "events", "--debounce-ms", "50"],
-        stdout=log, stderr=subprocess.STDOUT,
+    base, process = gateway_process.start(
+        tmp_path, folder, "--watch", "events", "--debounce-ms", "50"
     )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        assert process.poll() is None, (tmp_path / "sezzlee.log").read_text()
-        try:
-            with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, "sezzlee did not become ready"
-        time.sleep(0.1)
     yield f"{base}/mcp", folder, process
-    if process.poll() is None:
-        process.kill()
-    process.wait()
-    log.close()
+    gateway_process.stop(process)
 
 
 def edit(folder, old, new):

@@ -11,56 +11,26 @@ made as the message says, then fits whole.
 """
 
 import json
-import os
 import re
-import socket
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
-BIN = os.environ.get("SEZZLEE_BIN")
+import gateway_process
+
 SHIPPED = Path(__file__).resolve().parents[2] / "catalogs"
 BUDGET = 1500
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def url(tmp_path):
-    if not BIN:
-        (pytest.fail if os.environ.get("CI") else pytest.skip)("SEZZLEE_BIN is not set")
-    port = free_port()
-    log = open(tmp_path / "sezzlee.log", "wb")
-    process = subprocess.Popen(
-        [BIN, "serve", "--catalogs", str(SHIPPED), "--listen", f"127.0.0.1:{port}",
-         "--watch", "off", "--response-budget", str(BUDGET)],
-        stdout=log, stderr=subprocess.STDOUT,
+    base, process = gateway_process.start(
+        tmp_path, SHIPPED, "--watch", "off", "--response-budget", str(BUDGET)
     )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        assert process.poll() is None, (tmp_path / "sezzlee.log").read_text()
-        try:
-            with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, "sezzlee did not become ready"
-        time.sleep(0.1)
     yield f"{base}/mcp"
-    process.kill()
-    process.wait()
-    log.close()
+    gateway_process.stop(process)
 
 
 def text_of(result):
