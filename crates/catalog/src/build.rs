@@ -12,6 +12,7 @@ use super::openapi::{build_document, dialect_of, sidecar_for};
 use super::refs::{Loader, Resolver};
 use super::source::{Sources, is_sidecar, sidecar_candidates};
 use super::unit::{DocumentUnit, input_state};
+use super::upstream::Transport;
 use super::{BuildOptions, BuildReport, Catalog, assemble};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
@@ -39,6 +40,21 @@ pub fn build_catalog(
                 format!("{}{kept}", err.message),
             ));
         }
+    }
+    for (rel, spec) in sources.upstreams() {
+        let reached = match spec.transport() {
+            Some(Transport::Http { url }) => format!("at {url}"),
+            Some(Transport::Stdio { command, .. }) => format!("by the command {command}"),
+            None => "nowhere".to_string(),
+        };
+        diagnostics.push(Diagnostic::warning(
+            codes::UPSTREAM_NOT_SERVED,
+            rel,
+            "",
+            format!(
+                "this file names an upstream MCP server {reached}; this gateway does not serve upstream MCP servers yet, so it adds no tools"
+            ),
+        ));
     }
     let earlier: HashMap<&str, &Arc<DocumentUnit>> = previous
         .map(|p| p.units.iter().map(|u| (&*u.file, u)).collect())

@@ -174,6 +174,9 @@ pub mod codes {
     pub const INVALID_OPERATION: &str = "invalid_operation";
     pub const DEFINITION_TOO_LARGE: &str = "definition_too_large";
     pub const INVALID_PATTERN: &str = "invalid_pattern";
+    /// An upstream MCP server file, read and valid, that this build does
+    /// not serve yet.
+    pub const UPSTREAM_NOT_SERVED: &str = "upstream_not_served";
 }
 
 /// Escapes one JSON pointer segment (RFC 6901).

@@ -26,6 +26,7 @@ pub mod schema;
 pub mod sidecar;
 pub mod source;
 mod unit;
+pub mod upstream;
 mod variants;
 
 pub use assemble::version_source;

@@ -241,13 +241,7 @@ pub struct SidecarError {
 impl Sidecar {
     /// Validates a parsed sidecar file.
     pub fn from_value(value: &Value) -> Result<Sidecar, SidecarError> {
-        let sidecar: Sidecar = serde_path_to_error::deserialize(value).map_err(|err| {
-            let pointer = path_to_pointer(&err.path().to_string());
-            SidecarError {
-                pointer,
-                message: in_plain_words(&err.inner().to_string()),
-            }
-        })?;
+        let sidecar: Sidecar = deserialize_pointed(value)?;
         sidecar.check()?;
         Ok(sidecar)
     }
@@ -261,35 +255,7 @@ impl Sidecar {
                 message: format!("namespace '{namespace}' must use only [a-z0-9_]"),
             });
         }
-        let header_names = self
-            .backend
-            .headers
-            .keys()
-            .chain(self.backend.forward_headers.iter().flatten());
-        for name in header_names {
-            if !crate::header_text::is_field_name(name) {
-                return Err(SidecarError {
-                    pointer: "/backend".to_string(),
-                    message: format!("'{name}' is not an HTTP header name"),
-                });
-            }
-        }
-        for (name, value) in &self.backend.headers {
-            if !crate::header_text::is_field_value(value) {
-                return Err(SidecarError {
-                    pointer: format!(
-                        "/backend/headers/{}",
-                        super::diagnostics::pointer_segment(name)
-                    ),
-                    message: format!(
-                        "the value of header '{name}' holds a line break or another control character"
-                    ),
-                });
-            }
-        }
-        if let Some(auth) = &self.backend.auth {
-            check_backend_auth(auth)?;
-        }
+        check_backend(&self.backend)?;
         for key in self.tools.keys().chain(self.revision.operations.keys()) {
             if parse_operation_key(key).is_none() {
                 return Err(SidecarError {
@@ -333,6 +299,51 @@ impl Sidecar {
             (m.eq_ignore_ascii_case(method) && p == path).then_some(*level)
         })
     }
+}
+
+/// A configuration file's value as `T`, or the key at fault (a JSON
+/// pointer) and why, in plain words.
+pub(crate) fn deserialize_pointed<T: serde::de::DeserializeOwned>(
+    value: &Value,
+) -> Result<T, SidecarError> {
+    serde_path_to_error::deserialize(value).map_err(|err| SidecarError {
+        pointer: path_to_pointer(&err.path().to_string()),
+        message: in_plain_words(&err.inner().to_string()),
+    })
+}
+
+/// A backend's headers are HTTP header names with values on one line, and
+/// its credential mode has what it needs.
+pub(crate) fn check_backend(backend: &BackendConfig) -> Result<(), SidecarError> {
+    let header_names = backend
+        .headers
+        .keys()
+        .chain(backend.forward_headers.iter().flatten());
+    for name in header_names {
+        if !crate::header_text::is_field_name(name) {
+            return Err(SidecarError {
+                pointer: "/backend".to_string(),
+                message: format!("'{name}' is not an HTTP header name"),
+            });
+        }
+    }
+    for (name, value) in &backend.headers {
+        if !crate::header_text::is_field_value(value) {
+            return Err(SidecarError {
+                pointer: format!(
+                    "/backend/headers/{}",
+                    super::diagnostics::pointer_segment(name)
+                ),
+                message: format!(
+                    "the value of header '{name}' holds a line break or another control character"
+                ),
+            });
+        }
+    }
+    if let Some(auth) = &backend.auth {
+        check_backend_auth(auth)?;
+    }
+    Ok(())
 }
 
 /// `"GET /orders"` → (`GET`, `/orders`).

@@ -16,6 +16,7 @@
 
 use super::packed::Packed;
 use super::sidecar::Sidecar;
+use super::upstream::{UpstreamSpec, is_upstream};
 use rayon::prelude::*;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -35,6 +36,8 @@ pub enum Parsed {
     Json(Arc<Value>, Arc<Packed>),
     /// A validated sidecar (`NAME.sezzlee.json|yaml`).
     Sidecar(Arc<Sidecar>),
+    /// A validated upstream MCP server file (`NAME.mcp.yaml|json`).
+    Upstream(Arc<UpstreamSpec>),
     /// A JSON/YAML file that parsed, kept as its compressed bytes and
     /// parsed again when a build needs it ([`Sources::load`]).
     Packed(Arc<Packed>),
@@ -249,7 +252,7 @@ impl Sources {
     pub fn load(&self, rel: &str) -> Option<Arc<Value>> {
         match self.files.get(rel)?.serving.as_ref()? {
             Parsed::Json(value, _) => Some(value.clone()),
-            Parsed::Sidecar(_) => None,
+            Parsed::Sidecar(_) | Parsed::Upstream(_) => None,
             Parsed::Packed(packed) => parse_bytes(rel, &packed.unpack()?).ok().map(Arc::new),
         }
     }
@@ -260,6 +263,16 @@ impl Sources {
         self.files.iter().filter_map(|(rel, file)| {
             matches!(file.serving, Some(Parsed::Json(..) | Parsed::Packed(_))).then_some(rel)
         })
+    }
+
+    /// The upstream MCP server files serving, with their specs.
+    pub fn upstreams(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<UpstreamSpec>)> {
+        self.files
+            .iter()
+            .filter_map(|(rel, file)| match &file.serving {
+                Some(Parsed::Upstream(spec)) => Some((rel, spec)),
+                _ => None,
+            })
     }
 
     /// The sidecar serving for a document, if any: `NAME.sezzlee.json`,
@@ -382,6 +395,14 @@ fn parse_file(rel: &str, bytes: &[u8]) -> Result<Parsed, FileError> {
         pointer: String::new(),
         message,
     })?;
+    if is_upstream(rel) {
+        let spec = UpstreamSpec::from_value(&value).map_err(|err| FileError {
+            code: super::diagnostics::codes::INVALID_CONFIGURATION,
+            pointer: err.pointer,
+            message: err.message,
+        })?;
+        return Ok(Parsed::Upstream(Arc::new(spec)));
+    }
     if is_sidecar(rel) {
         let mut sidecar = Sidecar::from_value(&value).map_err(|err| FileError {
             code: super::diagnostics::codes::INVALID_CONFIGURATION,

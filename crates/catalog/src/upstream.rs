@@ -1,0 +1,359 @@
+//! An upstream MCP server named by a catalog file (`NAME.mcp.yaml`,
+//! `.mcp.yml` or `.mcp.json`): how to reach it (Streamable HTTP by `url`,
+//! or a process over stdio by `command`), the credentials it gets, and the
+//! curation of its tools, validated as a whole like a sidecar, so a typo
+//! refuses the file with the key at fault and the last good version stays.
+//!
+//! Only the file is read here (the catalog stays pure); listing the
+//! server's tools and calling them is the gateway's business.
+
+use crate::sidecar::{
+    BackendConfig, Policy, SidecarError, ToolConfig, check_backend, deserialize_pointed,
+};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The file name endings that name an upstream MCP server.
+const SUFFIXES: [&str; 3] = [".mcp.yaml", ".mcp.yml", ".mcp.json"];
+
+/// Whether the file at `rel` names an upstream MCP server.
+pub fn is_upstream(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel).to_ascii_lowercase();
+    SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
+}
+
+/// A validated upstream file.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpstreamSpec {
+    /// Streamable HTTP endpoint (`http://` or `https://`).
+    pub url: Option<String>,
+    /// The program to start, speaking MCP over stdio.
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The process's environment: each name set to the value of the
+    /// gateway's environment variable named (`GITHUB_TOKEN: GH_TOKEN`);
+    /// nothing else of the gateway's environment is passed on.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The process's working folder, relative to the file's folder.
+    pub working_dir: Option<String>,
+    /// Which protocol era to speak (`auto` negotiates as `sezzlee client`).
+    #[serde(default)]
+    pub era: EraChoice,
+    /// A prefix for every tool name (`[a-z0-9_]`).
+    pub namespace: Option<String>,
+    /// Headers, credentials (`auth`) and the time each call may take, as
+    /// for an OpenAPI backend; `baseUrl` has no meaning here.
+    #[serde(default)]
+    pub backend: BackendConfig,
+    /// Per tool, by the upstream's own tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolConfig>,
+    #[serde(default)]
+    pub policies: BTreeMap<String, Policy>,
+    /// A policy applied to every tool that names none.
+    pub visibility: Option<String>,
+    /// Seconds between two listings when the upstream sends no
+    /// `list_changed` (default [`DEFAULT_RELIST_SECONDS`]).
+    pub relist_seconds: Option<u64>,
+    /// Most tools taken from this upstream (default [`DEFAULT_MAX_TOOLS`]).
+    pub max_tools: Option<usize>,
+}
+
+/// Which protocol era an upstream is spoken to in.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+pub enum EraChoice {
+    /// 2026-07-28 first, the `initialize` era when the server does not
+    /// speak it.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    #[serde(rename = "2026-07-28")]
+    Stateless,
+    #[serde(rename = "legacy")]
+    Handshake,
+}
+
+/// Listing again every five minutes when no `list_changed` arrives.
+pub const DEFAULT_RELIST_SECONDS: u64 = 300;
+/// At most this many tools per upstream by default.
+pub const DEFAULT_MAX_TOOLS: usize = 1_000;
+/// The most any upstream file may allow.
+pub const MAX_TOOLS_LIMIT: usize = 10_000;
+
+/// How the gateway reaches the upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport<'s> {
+    Http {
+        url: &'s str,
+    },
+    Stdio {
+        command: &'s str,
+        args: &'s [String],
+    },
+}
+
+impl UpstreamSpec {
+    /// Validates a parsed upstream file.
+    pub fn from_value(value: &Value) -> Result<UpstreamSpec, SidecarError> {
+        let spec: UpstreamSpec = deserialize_pointed(value)?;
+        spec.check()?;
+        Ok(spec)
+    }
+
+    /// How to reach the upstream (a checked spec names exactly one way).
+    pub fn transport(&self) -> Option<Transport<'_>> {
+        match (&self.url, &self.command) {
+            (Some(url), None) => Some(Transport::Http { url }),
+            (None, Some(command)) => Some(Transport::Stdio {
+                command,
+                args: &self.args,
+            }),
+            _ => None,
+        }
+    }
+
+    fn check(&self) -> Result<(), SidecarError> {
+        let error = |pointer: &str, message: String| SidecarError {
+            pointer: pointer.to_string(),
+            message,
+        };
+        match (&self.url, &self.command) {
+            (None, None) => {
+                return Err(error(
+                    "",
+                    "name the server with url (Streamable HTTP) or command (stdio)".to_string(),
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err(error(
+                    "",
+                    "name the server with url or command, not both".to_string(),
+                ));
+            }
+            (Some(url), None) => {
+                let lower = url.to_ascii_lowercase();
+                if !(lower.starts_with("http://") || lower.starts_with("https://"))
+                    || url.chars().any(char::is_whitespace)
+                {
+                    return Err(error(
+                        "/url",
+                        format!("'{url}' is not an http:// or https:// URL"),
+                    ));
+                }
+                for (key, set) in [
+                    ("args", !self.args.is_empty()),
+                    ("env", !self.env.is_empty()),
+                    ("workingDir", self.working_dir.is_some()),
+                ] {
+                    if set {
+                        return Err(error(
+                            &format!("/{key}"),
+                            format!("{key} applies to a command, not to a url"),
+                        ));
+                    }
+                }
+            }
+            (None, Some(command)) => {
+                if command.trim().is_empty() {
+                    return Err(error("/command", "the command is empty".to_string()));
+                }
+                if let Some(dir) = &self.working_dir
+                    && (dir.starts_with('/') || dir.split(['/', '\\']).any(|part| part == ".."))
+                {
+                    return Err(error(
+                        "/workingDir",
+                        format!(
+                            "'{dir}' must be a folder inside the catalogs folder, written relative to this file"
+                        ),
+                    ));
+                }
+                for (name, variable) in &self.env {
+                    if name.is_empty() || name.contains(['=', '\0']) {
+                        return Err(error(
+                            "/env",
+                            format!("'{name}' is not an environment variable name"),
+                        ));
+                    }
+                    if variable.is_empty() || variable.contains(['=', '\0', '$', '{', '}']) {
+                        return Err(error(
+                            &format!("/env/{}", crate::diagnostics::pointer_segment(name)),
+                            format!(
+                                "the value names the gateway's environment variable to pass on, as a bare name ('{variable}' is not one)"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if self.backend.base_url.is_some() {
+            return Err(error(
+                "/backend/baseUrl",
+                "an upstream is reached by its url or command, not backend.baseUrl".to_string(),
+            ));
+        }
+        if let Some(namespace) = &self.namespace
+            && !crate::naming::is_valid_name(namespace)
+        {
+            return Err(error(
+                "/namespace",
+                format!("namespace '{namespace}' must use only [a-z0-9_]"),
+            ));
+        }
+        if self.relist_seconds == Some(0) {
+            return Err(error(
+                "/relistSeconds",
+                "relistSeconds must be at least 1".to_string(),
+            ));
+        }
+        if let Some(most) = self.max_tools
+            && !(1..=MAX_TOOLS_LIMIT).contains(&most)
+        {
+            return Err(error(
+                "/maxTools",
+                format!("maxTools must be between 1 and {MAX_TOOLS_LIMIT}"),
+            ));
+        }
+        check_backend(&self.backend)?;
+        let policies_used = self
+            .tools
+            .values()
+            .filter_map(|tool| tool.visibility.as_ref())
+            .chain(self.visibility.iter());
+        for policy in policies_used {
+            if !self.policies.contains_key(policy) {
+                return Err(error(
+                    "/policies",
+                    format!("visibility names policy '{policy}', which is not defined"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refused(value: Value) -> SidecarError {
+        UpstreamSpec::from_value(&value).expect_err("refused")
+    }
+
+    #[test]
+    fn the_smallest_files_name_a_url_or_a_command() {
+        let http = UpstreamSpec::from_value(&json!({"url": "http://127.0.0.1:9000/mcp"})).unwrap();
+        assert_eq!(
+            http.transport(),
+            Some(Transport::Http {
+                url: "http://127.0.0.1:9000/mcp"
+            })
+        );
+        assert_eq!(http.era, EraChoice::Auto);
+        let stdio = UpstreamSpec::from_value(&json!({
+            "command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"],
+            "env": {"GITHUB_TOKEN": "GH_TOKEN"}, "era": "legacy", "namespace": "everything"
+        }))
+        .unwrap();
+        assert!(
+            matches!(stdio.transport(), Some(Transport::Stdio { command: "npx", args }) if args.len() == 2)
+        );
+        assert_eq!(stdio.era, EraChoice::Handshake);
+    }
+
+    #[test]
+    fn a_wrong_file_is_refused_with_the_key_at_fault() {
+        let cases = [
+            (json!({}), ""),
+            (json!({"url": "http://a/mcp", "command": "x"}), ""),
+            (json!({"url": "ftp://a/mcp"}), "/url"),
+            (json!({"url": "http://a/mcp", "args": ["x"]}), "/args"),
+            (json!({"command": " "}), "/command"),
+            (
+                json!({"command": "x", "workingDir": "../elsewhere"}),
+                "/workingDir",
+            ),
+            (
+                json!({"command": "x", "env": {"TOKEN": "${TOKEN}"}}),
+                "/env/TOKEN",
+            ),
+            (json!({"url": "http://a/mcp", "era": "2024"}), "/era"),
+            (
+                json!({"url": "http://a/mcp", "namespace": "Bad-Name"}),
+                "/namespace",
+            ),
+            (json!({"url": "http://a/mcp", "maxTools": 0}), "/maxTools"),
+            (
+                json!({"url": "http://a/mcp", "relistSeconds": 0}),
+                "/relistSeconds",
+            ),
+            (
+                json!({"url": "http://a/mcp", "backend": {"baseUrl": "http://b"}}),
+                "/backend/baseUrl",
+            ),
+            (
+                json!({"url": "http://a/mcp", "backend": {"headers": {"X-Key": "a\nb"}}}),
+                "/backend/headers/X-Key",
+            ),
+            (
+                json!({"url": "http://a/mcp", "tools": {"echo": {"visibility": "admins"}}}),
+                "/policies",
+            ),
+            (json!({"url": "http://a/mcp", "colour": "blue"}), "/colour"),
+        ];
+        for (value, pointer) in cases {
+            let err = refused(value.clone());
+            assert_eq!(err.pointer, pointer, "{value}: {}", err.message);
+            assert!(!err.message.is_empty());
+        }
+    }
+
+    #[test]
+    fn upstream_files_are_told_by_their_name() {
+        assert!(is_upstream("servers/everything.mcp.yaml"));
+        assert!(is_upstream("GitHub.MCP.json"));
+        assert!(!is_upstream("orders.yaml"));
+        assert!(!is_upstream("orders.sezzlee.yaml"));
+    }
+
+    #[test]
+    fn an_upstream_file_is_read_diagnosed_and_never_taken_for_a_document() {
+        use crate::diagnostics::codes;
+        use crate::{Catalog, Sources};
+        let good = b"url: http://127.0.0.1:9000/mcp\nnamespace: tickets\n".to_vec();
+        let first = Sources::from_files([("tickets.mcp.yaml".to_string(), good)], None);
+        let catalog = Catalog::build(&first);
+        assert!(catalog.tools().is_empty());
+        let codes_seen: Vec<&str> = catalog.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(
+            codes_seen,
+            [codes::UPSTREAM_NOT_SERVED],
+            "{:?}",
+            catalog.diagnostics
+        );
+        assert!(
+            catalog
+                .diagnostics
+                .iter()
+                .any(|d| d.message.contains("http://127.0.0.1:9000/mcp"))
+        );
+        // A broken edit is refused with the key at fault; the last good
+        // version keeps serving.
+        let broken = b"url: ftp://127.0.0.1:9000/mcp\n".to_vec();
+        let second = Sources::from_files([("tickets.mcp.yaml".to_string(), broken)], Some(&first));
+        let (rel, spec) = second.upstreams().next().expect("the last good version");
+        assert_eq!(&**rel, "tickets.mcp.yaml");
+        assert_eq!(spec.namespace.as_deref(), Some("tickets"));
+        let catalog = Catalog::build(&second);
+        let refused = catalog
+            .diagnostics
+            .iter()
+            .find(|d| d.code == codes::INVALID_CONFIGURATION)
+            .expect("the edit is refused");
+        assert_eq!(refused.pointer, "/url");
+    }
+}
