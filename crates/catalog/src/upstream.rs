@@ -235,6 +235,118 @@ impl UpstreamSpec {
     }
 }
 
+/// Most characters of an upstream tool's description kept; the rest is
+/// cut (the text is untrusted and lands in every agent's context).
+pub const MAX_DESCRIPTION_CHARS: usize = 4_000;
+/// Most characters of one upstream tool's definition (its serialised
+/// JSON) taken at all; a larger one is left out with a diagnostic.
+pub const MAX_DEFINITION_CHARS: usize = 256 * 1024;
+
+/// One tool of an upstream's `tools/list`, as far as it is safe to serve:
+/// its name, a description stripped of control characters and bounded,
+/// its schemas and annotations as the server sent them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub annotations: Option<serde_json::Map<String, Value>>,
+}
+
+/// Why a listed tool was left out, by the name it had (or its position).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    pub tool: String,
+    pub why: String,
+}
+
+/// The tools an upstream listed, in order, checked one by one: a tool
+/// without a name, with a duplicate name, with an inputSchema that is not
+/// an object schema, or with a definition over [`MAX_DEFINITION_CHARS`]
+/// is left out and said so; past `max_tools` the rest are left out.
+pub fn read_listing(tools: &[Value], max_tools: usize) -> (Vec<ListedTool>, Vec<LeftOut>) {
+    let mut kept: Vec<ListedTool> = Vec::new();
+    let mut left_out = Vec::new();
+    for (index, tool) in tools.iter().enumerate() {
+        let label = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("#{index}"), |name| clean_text(name, 128));
+        let leave = |why: &str| LeftOut {
+            tool: label.clone(),
+            why: why.to_string(),
+        };
+        if kept.len() >= max_tools {
+            left_out.push(leave(&format!(
+                "past the {max_tools} tools taken from this server (maxTools)"
+            )));
+            continue;
+        }
+        let Some(name) = tool.get("name").and_then(Value::as_str) else {
+            left_out.push(leave("it has no name"));
+            continue;
+        };
+        if name.is_empty() || name.chars().count() > 128 || name.chars().any(char::is_control) {
+            left_out.push(leave(
+                "its name is empty, longer than 128 characters or holds control characters",
+            ));
+            continue;
+        }
+        if kept.iter().any(|other| other.name == name) {
+            left_out.push(leave("another tool of this server has the same name"));
+            continue;
+        }
+        let mut size = crate::fingerprint::CharCount::default();
+        crate::fingerprint::write_canonical_to(tool, &mut size);
+        if size.0 > MAX_DEFINITION_CHARS {
+            left_out.push(leave(&format!(
+                "its definition is larger than {MAX_DEFINITION_CHARS} characters"
+            )));
+            continue;
+        }
+        let input_schema = match tool.get("inputSchema") {
+            Some(schema @ Value::Object(members))
+                if members.get("type").and_then(Value::as_str) == Some("object") =>
+            {
+                schema.clone()
+            }
+            _ => {
+                left_out.push(leave(
+                    "its inputSchema is not an object schema (type: object)",
+                ));
+                continue;
+            }
+        };
+        let output_schema = tool
+            .get("outputSchema")
+            .filter(|schema| schema.is_object())
+            .cloned();
+        let description = tool
+            .get("description")
+            .and_then(Value::as_str)
+            .map(|text| clean_text(text, MAX_DESCRIPTION_CHARS))
+            .unwrap_or_default();
+        kept.push(ListedTool {
+            name: name.to_string(),
+            description,
+            input_schema,
+            output_schema,
+            annotations: tool.get("annotations").and_then(Value::as_object).cloned(),
+        });
+    }
+    (kept, left_out)
+}
+
+/// Untrusted text made safe to serve: control characters but line breaks
+/// and tabs dropped, at most `most` characters.
+fn clean_text(text: &str, most: usize) -> String {
+    text.chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+        .take(most)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,5 +467,43 @@ mod tests {
             .find(|d| d.code == codes::INVALID_CONFIGURATION)
             .expect("the edit is refused");
         assert_eq!(refused.pointer, "/url");
+    }
+
+    #[test]
+    fn a_listing_is_bounded_and_each_bad_tool_said() {
+        let object = json!({"type": "object"});
+        let mut tools = vec![
+            json!({"name": "echo", "description": "Echoes\u{7}\u{1b}[31m back.\nTwice.", "inputSchema": object}),
+            json!({"description": "no name", "inputSchema": object}),
+            json!({"name": "echo", "inputSchema": object}),
+            json!({"name": "bad_schema", "inputSchema": {"type": "string"}}),
+            json!({"name": "huge", "description": "d".repeat(MAX_DEFINITION_CHARS), "inputSchema": object}),
+            json!({"name": "long", "description": "x".repeat(10 * MAX_DESCRIPTION_CHARS), "inputSchema": object, "outputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
+        ];
+        tools.extend((0..5).map(|i| json!({"name": format!("extra_{i}"), "inputSchema": object})));
+        let (kept, left_out) = read_listing(&tools, 4);
+        let names: Vec<&str> = kept.iter().map(|tool| tool.name.as_str()).collect();
+        assert_eq!(names, ["echo", "long", "extra_0", "extra_1"]);
+        assert_eq!(kept[0].description, "Echoes[31m back.\nTwice.");
+        assert_eq!(kept[1].description.chars().count(), MAX_DESCRIPTION_CHARS);
+        assert_eq!(kept[1].annotations.as_ref().unwrap()["readOnlyHint"], true);
+        assert!(kept[1].output_schema.is_some());
+        let said: Vec<(&str, bool)> = left_out
+            .iter()
+            .map(|left| (left.tool.as_str(), !left.why.is_empty()))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                ("#1", true),
+                ("echo", true),
+                ("bad_schema", true),
+                ("huge", true),
+                ("extra_2", true),
+                ("extra_3", true),
+                ("extra_4", true)
+            ]
+        );
+        assert!(left_out[4].why.contains("maxTools"));
     }
 }
