@@ -6,7 +6,6 @@
 use super::Operation;
 use super::compact::fit::Compaction;
 use super::diagnostics::Diagnostic;
-use super::fingerprint::{CharCount, write_string};
 use super::revision::Revision;
 use super::schema::Schema;
 use super::sidecar::Policy;
@@ -80,9 +79,7 @@ pub fn apply_annotations(hints: &mut Map<String, Value>, overrides: &Map<String,
 
 /// Characters of `text` as a JSON string literal.
 pub fn string_chars(text: &str) -> usize {
-    let mut count = CharCount::default();
-    write_string(text, &mut count);
-    count.0
+    sezzlee_json::literal_chars(text)
 }
 
 /// Appends the items of `more` not already in `list`, in order.

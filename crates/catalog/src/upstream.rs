@@ -297,9 +297,7 @@ pub fn read_listing(tools: &[Value], max_tools: usize) -> (Vec<ListedTool>, Vec<
             left_out.push(leave("another tool of this server has the same name"));
             continue;
         }
-        let mut size = crate::fingerprint::CharCount::default();
-        crate::fingerprint::write_canonical_to(tool, &mut size);
-        if size.0 > MAX_DEFINITION_CHARS {
+        if sezzlee_json::json_chars(tool) > MAX_DEFINITION_CHARS {
             left_out.push(leave(&format!(
                 "its definition is larger than {MAX_DEFINITION_CHARS} characters"
             )));

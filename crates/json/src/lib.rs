@@ -174,9 +174,96 @@ pub fn kind_of(value: &Value) -> &'static str {
     }
 }
 
+/// Characters of `value` serialised compactly, as serde_json writes it.
+pub fn json_chars(value: &Value) -> usize {
+    measure(value, &escaped_chars)
+}
+
+/// Bytes of `value` serialised compactly (UTF-8), as serde_json writes it.
+pub fn json_bytes(value: &Value) -> usize {
+    measure(value, &|c| match escaped_chars(c) {
+        1 => c.len_utf8(),
+        escaped => escaped,
+    })
+}
+
+/// The serialisation's length, each character of a string counted by
+/// `unit` (every other character is ASCII).
+fn measure(value: &Value, unit: &dyn Fn(char) -> usize) -> usize {
+    let literal = |text: &str| 2 + text.chars().map(unit).sum::<usize>();
+    match value {
+        Value::Null | Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(number) => number.to_string().len(),
+        Value::String(text) => literal(text),
+        Value::Array(items) => {
+            2 + items.len().saturating_sub(1)
+                + items.iter().map(|item| measure(item, unit)).sum::<usize>()
+        }
+        Value::Object(members) => {
+            2 + members.len().saturating_sub(1)
+                + members
+                    .iter()
+                    .map(|(name, member)| literal(name) + 1 + measure(member, unit))
+                    .sum::<usize>()
+        }
+    }
+}
+
+/// Characters of a string literal: quotes, and each character as escaped
+/// (what `serde_json::to_string(text)` would take, without writing it).
+pub fn literal_chars(text: &str) -> usize {
+    2 + text.chars().map(escaped_chars).sum::<usize>()
+}
+
+/// Characters `c` takes inside a JSON string literal.
+pub fn escaped_chars(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\u{08}' | '\u{0c}' | '\n' | '\r' | '\t' => 2,
+        c if (c as u32) < 0x20 => 6,
+        _ => 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_serde_jsons_characters() {
+        let value = json!({
+            "a\"b": ["x\ny", 1.5e300, -0.0, 12, null, true, false, {}, []],
+            "é\u{1}": "ü\u{1f600}\t\\",
+            "n": 1e-7, "big": 18446744073709551615u64, "neg": -9223372036854775808i64
+        });
+        assert_eq!(
+            json_chars(&value),
+            serde_json::to_string(&value).unwrap().chars().count()
+        );
+        assert_eq!(
+            json_bytes(&value),
+            serde_json::to_string(&value).unwrap().len()
+        );
+    }
+
+    #[test]
+    fn literal_sizes_are_serde_jsons() {
+        for text in [
+            "",
+            "plain",
+            "q\"b\\s",
+            "\u{0}\u{1f}\u{7f}\n\t\r\u{8}\u{c}",
+            "é€😀",
+            "\u{2028}",
+        ] {
+            assert_eq!(
+                literal_chars(text),
+                string_literal(text).chars().count(),
+                "{text:?}"
+            );
+        }
+    }
+
     use serde_json::json;
 
     #[test]

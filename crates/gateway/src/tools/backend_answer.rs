@@ -6,10 +6,11 @@
 
 use super::envelope::{Code, Retry, ToolAnswer};
 use super::paging::next_step;
-use super::shape::{Cut, Shaper, json_bytes};
+use super::shape::{Cut, Shaper};
 use crate::backend::response::{BackendResponse, ResponseBody};
 use serde_json::{Map, Value, json};
 use sezzlee_catalog::Tool;
+use sezzlee_json::json_bytes;
 
 /// Statuses worth retrying as they are.
 const RETRYABLE: [u16; 5] = [408, 429, 502, 503, 504];
@@ -186,9 +187,9 @@ impl Form {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::shape::json_chars;
     use proptest::prelude::*;
     use sezzlee_catalog::{Catalog, Sources};
+    use sezzlee_json::json_chars;
 
     /// One tool per operation of a small document: paging by page number
     /// (GitHub), by the last item's id (Stripe), by token (Graph), and none.

@@ -130,7 +130,7 @@ impl ToolAnswer {
     /// (measured without serialising a built answer).
     pub fn chars(&self) -> usize {
         match &self.body {
-            AnswerJson::Value(payload) => super::shape::json_chars(payload),
+            AnswerJson::Value(payload) => sezzlee_json::json_chars(payload),
             AnswerJson::Text(text) => characters(text),
             AnswerJson::Escaped(literal) => characters(&literal.text()),
         }
