@@ -5,7 +5,7 @@
 //! ([`super::paging`]), so an agent gets a usable part of a large list.
 
 use super::envelope::{Code, Retry, ToolAnswer};
-use super::paging::next_step;
+use super::paging::NextStep;
 use super::shape::{Cut, Shaper};
 use crate::backend::response::{BackendResponse, ResponseBody};
 use serde_json::{Map, Value, json};
@@ -53,10 +53,11 @@ pub fn answer(
         return form.answer(form.fields(status, body, &headers, None), None);
     }
     let bytes = json_bytes(&body);
+    let next = NextStep::new(tool, arguments, &body, &headers);
     let mut room = budget.saturating_sub(empty);
     for _ in 0..ROUNDS {
         let shaped = shaper.shape(&body, room);
-        let step = next_step(tool, arguments, &body, &headers, &shaped.cuts);
+        let step = next.sentence(&shaped.cuts);
         let note = Note {
             cuts: &shaped.cuts,
             bytes,

@@ -271,17 +271,53 @@ fn page_size_dividing(offset: u64, most: u64) -> u64 {
         .unwrap_or(1)
 }
 
-/// The sentence that tells the agent how to get what shaping left out of
-/// `body` (the original), given the call's `arguments`.
-pub fn next_step(
-    tool: &Tool,
-    arguments: &Map<String, Value>,
-    body: &Value,
-    headers: &Map<String, Value>,
-    cuts: &[Cut],
-) -> String {
-    let paging = Paging::of(tool);
-    let continued = continuation(body, headers);
+/// What the next step is made of, read once per answer: the operation's
+/// paging arguments, the page size's own maximum and the response's
+/// continuation. Each round of shaping then only names its own cut.
+pub struct NextStep<'a> {
+    tool: &'a Tool,
+    arguments: &'a Map<String, Value>,
+    /// The original body.
+    body: &'a Value,
+    paging: Paging<'a>,
+    size_maximum: Option<u64>,
+    continued: Option<Continuation>,
+}
+
+impl<'a> NextStep<'a> {
+    pub fn new(
+        tool: &'a Tool,
+        arguments: &'a Map<String, Value>,
+        body: &'a Value,
+        headers: &Map<String, Value>,
+    ) -> NextStep<'a> {
+        let paging = Paging::of(tool);
+        let size_maximum = paging.size.and_then(|size| size_maximum(tool, size));
+        NextStep {
+            tool,
+            arguments,
+            body,
+            paging,
+            size_maximum,
+            continued: continuation(body, headers),
+        }
+    }
+
+    /// The sentence that tells the agent how to get what `cuts` left out.
+    pub fn sentence(&self, cuts: &[Cut]) -> String {
+        next_step(self, cuts)
+    }
+}
+
+fn next_step(step: &NextStep, cuts: &[Cut]) -> String {
+    let NextStep {
+        tool,
+        arguments,
+        body,
+        paging,
+        size_maximum,
+        continued,
+    } = step;
     let Some((at, kept, of)) = main_cut(cuts) else {
         return match narrowing(tool) {
             Some(narrow) => format!(
@@ -298,8 +334,7 @@ pub fn next_step(
     let size = paging.size;
     // The page size to ask for: what fitted, within the argument's own
     // `maximum` (YouTube's `maxResults` takes at most 50).
-    let fits = size
-        .and_then(|size| size_maximum(tool, size))
+    let fits = size_maximum
         .map_or(kept as u64, |most| most.min(kept as u64))
         .max(1);
     // Exact continuations, best first.
