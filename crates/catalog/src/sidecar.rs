@@ -273,15 +273,7 @@ impl Sidecar {
                     .chain(tool.variants.iter().filter_map(|v| v.visibility.as_ref()))
             })
             .chain(self.visibility.iter());
-        for policy in policies_used {
-            if !self.policies.contains_key(policy) {
-                return Err(SidecarError {
-                    pointer: "/policies".to_string(),
-                    message: format!("visibility names policy '{policy}', which is not defined"),
-                });
-            }
-        }
-        Ok(())
+        check_policies_defined(policies_used, &self.policies)
     }
 
     /// The configuration of one operation, if any.
@@ -310,6 +302,23 @@ pub(crate) fn deserialize_pointed<T: serde::de::DeserializeOwned>(
         pointer: path_to_pointer(&err.path().to_string()),
         message: in_plain_words(&err.inner().to_string()),
     })
+}
+
+/// Every policy a visibility names is one of `policies`.
+pub(crate) fn check_policies_defined<'p>(
+    used: impl IntoIterator<Item = &'p String>,
+    policies: &BTreeMap<String, Policy>,
+) -> Result<(), SidecarError> {
+    match used
+        .into_iter()
+        .find(|policy| !policies.contains_key(*policy))
+    {
+        Some(policy) => Err(SidecarError {
+            pointer: "/policies".to_string(),
+            message: format!("visibility names policy '{policy}', which is not defined"),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// A backend's headers are HTTP header names with values on one line, and

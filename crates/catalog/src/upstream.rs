@@ -8,7 +8,8 @@
 //! server's tools and calling them is the gateway's business.
 
 use crate::sidecar::{
-    BackendConfig, Policy, SidecarError, ToolConfig, check_backend, deserialize_pointed,
+    BackendConfig, Policy, SidecarError, ToolConfig, check_backend, check_policies_defined,
+    deserialize_pointed,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -223,15 +224,7 @@ impl UpstreamSpec {
             .values()
             .filter_map(|tool| tool.visibility.as_ref())
             .chain(self.visibility.iter());
-        for policy in policies_used {
-            if !self.policies.contains_key(policy) {
-                return Err(error(
-                    "/policies",
-                    format!("visibility names policy '{policy}', which is not defined"),
-                ));
-            }
-        }
-        Ok(())
+        check_policies_defined(policies_used, &self.policies)
     }
 }
 

@@ -131,22 +131,28 @@ impl Credentials {
 
     /// Whether a verified credential carries `scope`.
     pub fn has_scope(&self, scope: &str) -> bool {
-        let key = self.api_key.as_ref().map(|key| key.scopes.as_slice());
-        let token = self.token().map(|token| token.scopes.as_slice());
-        [key, token]
-            .into_iter()
-            .flatten()
-            .any(|scopes| scopes.iter().any(|s| s == scope))
+        self.verified_carry(scope, |key| &key.scopes, |token| &token.scopes)
     }
 
     /// Whether a verified credential carries `role`.
     pub fn has_role(&self, role: &str) -> bool {
-        let key = self.api_key.as_ref().map(|key| key.roles.as_slice());
-        let token = self.token().map(|token| token.roles.as_slice());
+        self.verified_carry(role, |key| &key.roles, |token| &token.roles)
+    }
+
+    /// Whether the API key's list (`of_key`) or the verified token's
+    /// (`of_token`) holds `wanted`.
+    fn verified_carry(
+        &self,
+        wanted: &str,
+        of_key: fn(&ApiKeyIdentity) -> &Vec<String>,
+        of_token: fn(&VerifiedToken) -> &Vec<String>,
+    ) -> bool {
+        let key = self.api_key.as_ref().map(of_key);
+        let token = self.token().map(of_token);
         [key, token]
             .into_iter()
             .flatten()
-            .any(|roles| roles.iter().any(|r| r == role))
+            .any(|list| list.iter().any(|item| item == wanted))
     }
 }
 
