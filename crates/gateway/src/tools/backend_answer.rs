@@ -10,7 +10,7 @@ use super::shape::{Cut, Shaper};
 use crate::backend::response::{BackendResponse, ResponseBody};
 use serde_json::{Map, Value, json};
 use sezzlee_catalog::Tool;
-use sezzlee_json::json_bytes;
+use sezzlee_json::{json_bytes, json_chars};
 
 /// Statuses worth retrying as they are.
 const RETRYABLE: [u16; 5] = [408, 429, 502, 503, 504];
@@ -48,10 +48,12 @@ pub fn answer(
     let empty = form
         .answer(form.fields(status, Value::Null, &headers, None), None)
         .chars();
-    let mut shaper = Shaper::default();
-    if empty - 4 + shaper.size(&body) <= budget {
+    // Every call that fits takes this path: one measuring walk, no table
+    // of sizes (the shaper builds one only for a body that must be cut).
+    if empty - 4 + json_chars(&body) <= budget {
         return form.answer(form.fields(status, body, &headers, None), None);
     }
+    let mut shaper = Shaper::default();
     let bytes = json_bytes(&body);
     let next = NextStep::new(tool, arguments, &body, &headers);
     let mut room = budget.saturating_sub(empty);
@@ -190,7 +192,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use sezzlee_catalog::{Catalog, Sources};
-    use sezzlee_json::json_chars;
 
     /// One tool per operation of a small document: paging by page number
     /// (GitHub), by the last item's id (Stripe), by token (Graph), and none.
