@@ -11,7 +11,8 @@
 //! (modern-first negotiation, legacy `initialize` and sessions), [`rpc`]
 //! (bodies and headers), [`tools`] (`tools/list` and `tools/call`),
 //! [`listen`] (`subscriptions/listen`), [`gateway`] (search/load/invoke
-//! against a sezzlee gateway).
+//! against a sezzlee gateway), [`stdio`] (one MCP server run as a child
+//! process, over stdin and stdout).
 //!
 //! Everything a server sends — descriptions, annotations, instructions,
 //! tool output — is data: the client never acts on it (and the command
@@ -21,12 +22,14 @@ pub mod era;
 pub mod gateway;
 pub mod listen;
 pub mod rpc;
+pub mod stdio;
 pub mod tools;
 pub mod transport;
 
 pub use era::{Era, EraChoice, EraMemory, Negotiated};
 pub use gateway::{Detail, GatewayClient, InvokeOutcome, LoadOutcome, Loaded, Search};
 pub use listen::{ListenEvent, Listener};
+pub use stdio::{StdioClient, StdioConfig, StdioEra};
 pub use tools::{Tool, ToolList, ToolResult};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
