@@ -176,6 +176,10 @@ fn main() {
     let backend = BackendClient::new(DEFAULT_MAX_RESPONSE_BYTES, 0, Environment::process())
         .expect("a backend client");
     let metrics = sezzlee_gateway::metrics::Metrics::default();
+    let upstreams = sezzlee_gateway::upstream::Upstreams::new(
+        std::path::PathBuf::new(),
+        Environment::process(),
+    );
     let context = Context {
         snapshot: &served,
         caller: &caller,
@@ -183,6 +187,7 @@ fn main() {
         backend: &backend,
         self_url: None,
         metrics: &metrics,
+        upstreams: &upstreams,
     };
     assert!(
         caller.sees_everything(served.per_tool.has_policy()),

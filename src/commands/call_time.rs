@@ -34,8 +34,13 @@ pub fn warnings(catalog: &Catalog, is_set: impl Fn(&str) -> bool) -> Vec<Diagnos
         let mut relative = BTreeSet::new();
         let mut variables = BTreeSet::new();
         for tool in &tools {
-            let backend = &tool.operation.backend;
-            match tool.operation.base_url.as_deref() {
+            // An upstream MCP server's tool is reached through its file's
+            // url or command, checked when the gateway connects.
+            let Some(operation) = tool.operation() else {
+                continue;
+            };
+            let backend = &operation.backend;
+            match operation.base_url.as_deref() {
                 None => missing_base += 1,
                 Some(url) if !is_absolute(url) && !url.starts_with("${") => {
                     relative.insert(url.to_string());

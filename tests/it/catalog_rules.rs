@@ -285,7 +285,7 @@ fn parameters_and_body_members_become_one_flat_object() {
         json!(["id", "item"]),
         "path parameters always required; body required carries over"
     );
-    let args = &tool(&catalog, "update").operation.arguments;
+    let args = &tool(&catalog, "update").operation().unwrap().arguments;
     let location = |m: &str| args.iter().find(|a| a.member == m).unwrap().location;
     assert_eq!(location("id"), Location::Path);
     assert_eq!(location("dryRun"), Location::Query);
@@ -305,7 +305,12 @@ fn parameters_and_body_members_become_one_flat_object() {
             .iter()
             .any(|d| d.code == "name_collision" && d.message.contains("body_id"))
     );
-    let body = tool(&catalog, "update").operation.body.clone().unwrap();
+    let body = tool(&catalog, "update")
+        .operation()
+        .unwrap()
+        .body
+        .clone()
+        .unwrap();
     assert_eq!(body.media_type, "application/json");
 }
 
@@ -338,7 +343,8 @@ fn non_object_bodies_are_one_body_member() {
     );
     assert_eq!(
         tool(&catalog, "text")
-            .operation
+            .operation()
+            .unwrap()
             .body
             .as_ref()
             .unwrap()
@@ -350,7 +356,7 @@ fn non_object_bodies_are_one_body_member() {
         "base64"
     );
     assert!(input(&catalog, "union")["properties"]["body"]["oneOf"].is_array());
-    let arg = &tool(&catalog, "bulk").operation.arguments[0];
+    let arg = &tool(&catalog, "bulk").operation().unwrap().arguments[0];
     assert_eq!(
         (arg.member.as_str(), arg.location),
         ("body", Location::Body)
@@ -370,7 +376,8 @@ fn form_and_multipart_bodies_are_flattened() {
     );
     assert_eq!(
         tool(&catalog, "form")
-            .operation
+            .operation()
+            .unwrap()
             .body
             .as_ref()
             .unwrap()
@@ -540,14 +547,15 @@ fn swagger_20_form_data_files_and_body_parameters() {
         json!(["file", "petId"]),
         "sorted: never key-order dependent"
     );
-    let op = &tool(&catalog, "upload_photo").operation;
+    let op = &tool(&catalog, "upload_photo").operation().unwrap();
     assert_eq!(op.body.as_ref().unwrap().media_type, "multipart/form-data");
     assert_eq!(op.base_url.as_deref(), Some("https://api.example.com/v2"));
     let add = input(&catalog, "add_pet");
     assert_eq!(add["properties"]["name"], json!({"type": "string"}));
     assert_eq!(add["required"], json!(["name"]));
     let tags = tool(&catalog, "add_pet")
-        .operation
+        .operation()
+        .unwrap()
         .arguments
         .iter()
         .find(|a| a.member == "tags")
@@ -935,7 +943,10 @@ fn variants_get_their_own_name_version_and_narrower_schema() {
         open.definition()["outputSchema"],
         base.definition()["outputSchema"]
     );
-    assert!(std::sync::Arc::ptr_eq(&open.operation, &base.operation));
+    assert!(std::sync::Arc::ptr_eq(
+        open.operation().unwrap(),
+        base.operation().unwrap()
+    ));
     assert_eq!(open.tags, ["open"]);
     let refused: Vec<_> = catalog
         .diagnostics
@@ -970,7 +981,7 @@ fn dispatch_data_records_base_url_method_path_and_styles() {
             {"name": "meta", "in": "query", "content": {"application/json": {"schema": {"type": "object"}}}}
         ], "responses": {}}}}});
     let catalog = build(&[("api.json", doc.clone())]);
-    let op = &tool(&catalog, "get_item").operation;
+    let op = &tool(&catalog, "get_item").operation().unwrap();
     assert_eq!(op.base_url.as_deref(), Some("https://eu.example.com/v1"));
     assert_eq!(
         (op.method.as_str(), op.path.as_str()),
@@ -986,7 +997,7 @@ fn dispatch_data_records_base_url_method_path_and_styles() {
     assert!(arg("meta").json_encoded);
     let sidecar = json!({"backend": {"baseUrl": "http://127.0.0.1:9000", "timeoutMs": 1000}});
     let catalog = build(&[("api.json", doc), ("api.sezzlee.json", sidecar)]);
-    let op = &tool(&catalog, "get_item").operation;
+    let op = &tool(&catalog, "get_item").operation().unwrap();
     assert_eq!(op.base_url.as_deref(), Some("http://127.0.0.1:9000"));
     assert_eq!(op.backend.timeout_ms, Some(1000));
 }

@@ -874,7 +874,7 @@ fn assert_same(incremental: &Catalog, full: &Catalog, context: &str) {
         );
         assert_eq!(a.annotations, b.annotations, "{tool}: annotations");
         assert_eq!(a.fixed, b.fixed, "{tool}: fixed");
-        assert_eq!(*a.operation, *b.operation, "{tool}: operation");
+        assert_eq!(a.target, b.target, "{tool}: operation");
         assert_eq!(
             a.input_schema.to_value(),
             b.input_schema.to_value(),

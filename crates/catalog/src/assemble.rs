@@ -560,7 +560,7 @@ fn body_of(draft: Draft, document: Arc<str>, searched: Searched) -> (String, Str
         document,
         revision: draft.revision,
         policy: draft.policy,
-        operation: draft.operation,
+        target: draft.target,
         fixed: draft.fixed,
         observable,
     };
@@ -574,7 +574,7 @@ fn observable_digest(draft: &Draft) -> [u8; 32] {
         "tags": draft.tags,
         "searchTerms": draft.search_terms,
         "policy": draft.policy.as_ref().map(|p| json!({"anyScope": p.any_scope, "anyRole": p.any_role, "public": p.public})),
-        "security": draft.operation.security,
+        "security": draft.target.http().and_then(|operation| operation.security.as_ref()),
     });
     Sha256::digest(observable.to_string().as_bytes()).into()
 }

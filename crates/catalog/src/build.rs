@@ -12,7 +12,8 @@ use super::openapi::{build_document, dialect_of, sidecar_for};
 use super::refs::{Loader, Resolver};
 use super::source::{Sources, is_sidecar, sidecar_candidates};
 use super::unit::{DocumentUnit, input_state};
-use super::upstream::Transport;
+use super::upstream::UpstreamSpec;
+use super::upstream_tools::build_upstream;
 use super::{BuildOptions, BuildReport, Catalog, assemble};
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
@@ -40,21 +41,6 @@ pub fn build_catalog(
                 format!("{}{kept}", err.message),
             ));
         }
-    }
-    for (rel, spec) in sources.upstreams() {
-        let reached = match spec.transport() {
-            Some(Transport::Http { url }) => format!("at {url}"),
-            Some(Transport::Stdio { command, .. }) => format!("by the command {command}"),
-            None => "nowhere".to_string(),
-        };
-        diagnostics.push(Diagnostic::warning(
-            codes::UPSTREAM_NOT_SERVED,
-            rel,
-            "",
-            format!(
-                "this file names an upstream MCP server {reached}; this gateway does not serve upstream MCP servers yet, so it adds no tools"
-            ),
-        ));
     }
     let earlier: HashMap<&str, &Arc<DocumentUnit>> = previous
         .map(|p| p.units.iter().map(|u| (&*u.file, u)).collect())
@@ -114,6 +100,19 @@ pub fn build_catalog(
             )),
         }
     }
+    for (rel, spec) in sources.upstreams() {
+        match earlier
+            .get(&**rel)
+            .filter(|unit| unit.is_current(sources, options))
+        {
+            Some(unit) => {
+                reused += 1;
+                units.push((*unit).clone());
+            }
+            None => units.push(Arc::new(upstream_unit(sources, rel, spec, options))),
+        }
+    }
+    units.sort_by(|a, b| a.file.cmp(&b.file));
     let files = started.elapsed();
     let files_built = units.len() - reused;
     let started = Instant::now();
@@ -137,6 +136,25 @@ enum Built {
     New(Arc<DocumentUnit>),
     /// A file it needs could not be read again.
     Unreadable,
+}
+
+/// An upstream file's unit, from the listing the gateway set for it.
+fn upstream_unit(
+    sources: &Sources,
+    rel: &Arc<str>,
+    spec: &UpstreamSpec,
+    options: &BuildOptions,
+) -> DocumentUnit {
+    let listing = sources.listing(rel);
+    let (part, diagnostics) = build_upstream(rel, spec, listing.map(|l| &**l), options);
+    DocumentUnit {
+        file: rel.clone(),
+        document: Some(part),
+        diagnostics: diagnostics.into(),
+        inputs: vec![(rel.clone(), input_state(sources, rel))],
+        listing: listing.map(|l| l.digest()),
+        options: *options,
+    }
 }
 
 /// One file's unit; `None` when a file it needs could not be read again.
@@ -187,6 +205,7 @@ fn build_unit(
         document,
         diagnostics: diagnostics.into(),
         inputs,
+        listing: None,
         options: *options,
     })
 }

@@ -174,9 +174,11 @@ pub mod codes {
     pub const INVALID_OPERATION: &str = "invalid_operation";
     pub const DEFINITION_TOO_LARGE: &str = "definition_too_large";
     pub const INVALID_PATTERN: &str = "invalid_pattern";
-    /// An upstream MCP server file, read and valid, that this build does
-    /// not serve yet.
-    pub const UPSTREAM_NOT_SERVED: &str = "upstream_not_served";
+    /// An upstream MCP server not answering now, or not listed yet.
+    pub const UPSTREAM_UNAVAILABLE: &str = "upstream_unavailable";
+    /// A tool an upstream server listed that cannot be served (no name,
+    /// a duplicate, too large, past `maxTools`).
+    pub const UPSTREAM_TOOL_LEFT_OUT: &str = "upstream_tool_left_out";
 }
 
 /// Escapes one JSON pointer segment (RFC 6901).

@@ -3,8 +3,9 @@
 //! small rules both the document walk and curated variants apply to them.
 //! Its own module so the steps depend on it, not on each other.
 
-use super::Operation;
-use super::compact::fit::Compaction;
+use super::Target;
+use super::compact::Compactor;
+use super::compact::fit::{self, Compaction};
 use super::diagnostics::Diagnostic;
 use super::revision::Revision;
 use super::schema::Schema;
@@ -37,7 +38,7 @@ pub struct Draft {
     pub pointer: String,
     pub revision: Option<Revision>,
     pub policy: Option<Policy>,
-    pub operation: Arc<Operation>,
+    pub target: Target,
     pub fixed: Map<String, Value>,
 }
 
@@ -89,4 +90,31 @@ pub fn extend_unique(list: &mut Vec<String>, more: Vec<String>) {
             list.push(item);
         }
     }
+}
+
+/// Room left in the response budget for what a definition does not hold
+/// yet when it is fitted: `authUncertain`, a namespace prefix added when
+/// names collide, and the page around one `search_tools` schema result.
+const BUDGET_ROOM: usize = 256;
+
+/// Compacts a draft's schemas to its output depth, and further if its
+/// definition would not fit the response `budget` (assembly warns about
+/// any that still does not, once names are final).
+pub fn fit_within_budget(compactor: &mut Compactor, draft: &mut Draft, depth: u32, budget: usize) {
+    let fitted = fit::fit(
+        compactor,
+        &fit::Fixed {
+            name: &draft.name,
+            description: &draft.description,
+            annotations: draft.annotations.as_ref(),
+        },
+        &draft.input_schema,
+        draft.output_schema.as_ref(),
+        depth,
+        budget.saturating_sub(BUDGET_ROOM),
+    );
+    draft.published_input = fitted.input;
+    draft.output_schema = fitted.output;
+    draft.compaction = fitted.compaction;
+    draft.size_besides_name = fitted.size.saturating_sub(string_chars(&draft.name));
 }

@@ -27,6 +27,7 @@ pub mod sidecar;
 pub mod source;
 mod unit;
 pub mod upstream;
+mod upstream_tools;
 mod variants;
 
 pub use assemble::version_source;
@@ -36,6 +37,8 @@ pub use form_encoding::FormKind;
 pub use media_type::is_json_media_type;
 pub use schema::{PackedSchema, Schema};
 pub use source::Sources;
+pub use upstream::UpstreamListing;
+pub use upstream_tools::namespace_of as upstream_namespace;
 
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -136,6 +139,43 @@ pub struct Operation {
     pub security_schemes: Arc<Map<String, Value>>,
 }
 
+/// Where `invoke_tool` sends a tool's calls.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// An operation of an API document, called over HTTP.
+    Http(Arc<Operation>),
+    /// A tool of an upstream MCP server, called with `tools/call`.
+    Upstream(Arc<UpstreamTool>),
+}
+
+/// A tool of an upstream MCP server (`docs/contract.md` §2.10): which
+/// server, and the tool's own name there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamTool {
+    /// The upstream file (`NAME.mcp.yaml`), relative to the catalogs folder.
+    pub file: Arc<str>,
+    /// The name the server lists it under (the catalog's may differ).
+    pub name: String,
+}
+
+impl Target {
+    /// The HTTP operation, for a tool of an API document.
+    pub fn http(&self) -> Option<&Arc<Operation>> {
+        match self {
+            Target::Http(operation) => Some(operation),
+            Target::Upstream(_) => None,
+        }
+    }
+
+    /// The upstream tool, for a tool of an upstream MCP server.
+    pub fn upstream(&self) -> Option<&Arc<UpstreamTool>> {
+        match self {
+            Target::Http(_) => None,
+            Target::Upstream(tool) => Some(tool),
+        }
+    }
+}
+
 /// One tool of the catalog: its published name and version, and the body
 /// that does not depend on the name. A document's tools are built once and
 /// kept while nothing they were built from changes; a tool renamed because
@@ -207,12 +247,28 @@ pub struct ToolBody {
     pub revision: Option<revision::Revision>,
     /// A named visibility policy replacing the OpenAPI security rules.
     pub policy: Option<sidecar::Policy>,
-    pub operation: Arc<Operation>,
+    /// Where its calls go.
+    pub target: Target,
     /// Arguments a curated variant sends with fixed values.
     pub fixed: Map<String, Value>,
     /// SHA-256 of what agents observe of the body besides name and version
     /// (tags, search terms, visibility rules), for the catalog fingerprint.
     pub(crate) observable: [u8; 32],
+}
+
+impl ToolBody {
+    /// The HTTP operation, for a tool of an API document.
+    pub fn operation(&self) -> Option<&Arc<Operation>> {
+        self.target.http()
+    }
+
+    /// Where each argument goes in the HTTP request (none for a tool of an
+    /// upstream MCP server, whose arguments are sent whole).
+    pub fn http_arguments(&self) -> &[Argument] {
+        self.target
+            .http()
+            .map_or(&[], |operation| operation.arguments.as_slice())
+    }
 }
 
 impl Tool {

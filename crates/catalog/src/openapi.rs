@@ -6,9 +6,9 @@
 //! A problem in one operation leaves that operation out with a diagnostic;
 //! the rest of the document still loads.
 
-use super::compact::{Compactor, fit};
+use super::compact::Compactor;
 use super::diagnostics::{Diagnostic, codes, pointer};
-use super::draft::{DocumentBuild, Draft, apply_annotations, extend_unique, string_chars};
+use super::draft::{DocumentBuild, Draft, apply_annotations, extend_unique};
 use super::ecma_pattern;
 use super::input::InputBuilder;
 use super::output::output_schema;
@@ -17,7 +17,7 @@ use super::revision::{self, Revision};
 use super::schema::{Converter, Dialect};
 use super::sidecar::{BackendConfig, Policy, Sidecar, ToolConfig};
 use super::source::{Parsed, Sources};
-use super::{BuildOptions, Operation, naming};
+use super::{BuildOptions, Operation, Target, naming};
 use serde_json::{Map, Value, json};
 use sezzlee_json::strings;
 use std::collections::BTreeMap;
@@ -245,37 +245,13 @@ fn output_depth(doc: &DocumentContext, at: &OperationAt) -> u32 {
         .map_or(doc.options.output_depth, |depth| depth.0)
 }
 
-/// Room left in the response budget for what a definition does not hold
-/// yet when it is fitted: `authUncertain`, a namespace prefix added when
-/// names collide, and the page around one `search_tools` schema result.
-const BUDGET_ROOM: usize = 256;
-
-/// Compacts a draft's schemas to its output depth, and further if its
-/// definition would not fit the response budget (assembly warns about any
-/// that still does not, once names are final).
 fn publish_within_budget(
     compactor: &mut Compactor,
     draft: &mut Draft,
     depth: u32,
     doc: &DocumentContext,
 ) {
-    let budget = doc.options.response_budget;
-    let fitted = fit::fit(
-        compactor,
-        &fit::Fixed {
-            name: &draft.name,
-            description: &draft.description,
-            annotations: draft.annotations.as_ref(),
-        },
-        &draft.input_schema,
-        draft.output_schema.as_ref(),
-        depth,
-        budget.saturating_sub(BUDGET_ROOM),
-    );
-    draft.published_input = fitted.input;
-    draft.output_schema = fitted.output;
-    draft.compaction = fitted.compaction;
-    draft.size_besides_name = fitted.size.saturating_sub(string_chars(&draft.name));
+    super::draft::fit_within_budget(compactor, draft, depth, doc.options.response_budget);
 }
 
 /// Sidecar keys that name no operation do nothing: say so.
@@ -451,7 +427,7 @@ fn build_operation(
         pointer: at.pointer.clone(),
         revision: revision.to_value().map(|_| revision),
         policy,
-        operation: operation_data,
+        target: Target::Http(operation_data),
         fixed: Map::new(),
     };
     let mut drafts = Vec::new();
@@ -774,7 +750,9 @@ mod tests {
     /// (member, wire name, location) of every argument, in order.
     fn arguments(draft: &Draft) -> Vec<(&str, &str, Location)> {
         draft
-            .operation
+            .target
+            .http()
+            .unwrap()
             .arguments
             .iter()
             .map(|a| (a.member.as_str(), a.wire_name.as_str(), a.location))
@@ -791,7 +769,7 @@ mod tests {
     }
 
     fn base_url(draft: &Draft) -> Option<&str> {
-        draft.operation.base_url.as_deref()
+        draft.target.http().unwrap().base_url.as_deref()
     }
 
     // ------------------------------------------------------------ dialects
@@ -949,8 +927,8 @@ mod tests {
         );
         let draft = draft(&built, "PATCH /pets/{petId}/a~b");
         assert_eq!(draft.pointer, "/paths/~1pets~1{petId}~1a~0b/patch");
-        assert_eq!(draft.operation.method, "PATCH");
-        assert_eq!(draft.operation.path, "/pets/{petId}/a~b");
+        assert_eq!(draft.target.http().unwrap().method, "PATCH");
+        assert_eq!(draft.target.http().unwrap().path, "/pets/{petId}/a~b");
     }
 
     #[test]
@@ -1302,7 +1280,7 @@ mod tests {
                 }}
             }),
         );
-        let security = |route: &str| draft(&built, route).operation.security.clone();
+        let security = |route: &str| draft(&built, route).target.http().unwrap().security.clone();
         let requirement = |pairs: &[(&str, &[&str])]| -> BTreeMap<String, Vec<String>> {
             pairs
                 .iter()
@@ -1339,7 +1317,7 @@ mod tests {
                 json!({"paths": {"/a": {"get": {"responses": {}}}}}),
             );
             assert_eq!(
-                draft(&built, "GET /a").operation.security,
+                draft(&built, "GET /a").target.http().unwrap().security,
                 None,
                 "{dialect:?}"
             );
@@ -1356,7 +1334,14 @@ mod tests {
         let names = |dialect: Dialect| -> Vec<String> {
             let built = build(dialect, schemes.clone());
             let draft = draft(&built, "GET /a");
-            draft.operation.security_schemes.keys().cloned().collect()
+            draft
+                .target
+                .http()
+                .unwrap()
+                .security_schemes
+                .keys()
+                .cloned()
+                .collect()
         };
         assert_eq!(names(Dialect::Swagger2), ["v2"]);
         assert_eq!(names(Dialect::OpenApi30), ["v3"]);
@@ -1530,7 +1515,7 @@ mod tests {
         );
         let body = |route: &str| {
             let draft = draft(&built, route);
-            let body = draft.operation.body.as_ref().unwrap();
+            let body = draft.target.http().unwrap().body.as_ref().unwrap();
             (body.media_type.as_str(), body.required, arguments(draft))
         };
         assert_eq!(
@@ -1591,7 +1576,13 @@ mod tests {
             }),
         );
         let body = |route: &str| {
-            let body = draft(&built, route).operation.body.clone().unwrap();
+            let body = draft(&built, route)
+                .target
+                .http()
+                .unwrap()
+                .body
+                .clone()
+                .unwrap();
             (body.media_type, body.required)
         };
         assert_eq!(
@@ -1620,7 +1611,9 @@ mod tests {
         );
         assert_eq!(
             draft(&built, "POST /a")
-                .operation
+                .target
+                .http()
+                .unwrap()
                 .body
                 .as_ref()
                 .unwrap()
@@ -1651,7 +1644,9 @@ mod tests {
         );
         let media = |route: &str| {
             draft(&built, route)
-                .operation
+                .target
+                .http()
+                .unwrap()
                 .body
                 .clone()
                 .unwrap()

@@ -16,7 +16,7 @@
 
 use super::packed::Packed;
 use super::sidecar::Sidecar;
-use super::upstream::{UpstreamSpec, is_upstream};
+use super::upstream::{UpstreamListing, UpstreamSpec, is_upstream};
 use rayon::prelude::*;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -150,6 +150,9 @@ pub struct Sources {
     dir: Option<PathBuf>,
     /// When the scan that read them started.
     scanned_at: Option<SystemTime>,
+    /// What the gateway last listed of each upstream file's server (not a
+    /// file, but an input of the build like one: [`Sources::set_listings`]).
+    listings: BTreeMap<Arc<str>, Arc<UpstreamListing>>,
 }
 
 impl Sources {
@@ -196,6 +199,7 @@ impl Sources {
             files: out,
             dir: Some(dir.to_path_buf()),
             scanned_at: Some(scanned_at),
+            listings: BTreeMap::new(),
         })
     }
 
@@ -216,6 +220,7 @@ impl Sources {
             files: out,
             dir: None,
             scanned_at: None,
+            listings: BTreeMap::new(),
         }
     }
 
@@ -230,6 +235,12 @@ impl Sources {
                 .collect(),
             dir: self.dir.clone(),
             scanned_at: self.scanned_at,
+            listings: self
+                .listings
+                .iter()
+                .filter(|(rel, _)| keep(rel))
+                .map(|(rel, listing)| (rel.clone(), listing.clone()))
+                .collect(),
         }
     }
 
@@ -263,6 +274,27 @@ impl Sources {
         self.files.iter().filter_map(|(rel, file)| {
             matches!(file.serving, Some(Parsed::Json(..) | Parsed::Packed(_))).then_some(rel)
         })
+    }
+
+    /// Sets what the gateway last listed of the upstream servers, by their
+    /// files (replacing what was set): the next build serves their tools.
+    pub fn set_listings(&mut self, listings: BTreeMap<Arc<str>, Arc<UpstreamListing>>) {
+        self.listings = listings;
+    }
+
+    /// Whether both were given the same listings.
+    pub fn same_listings(&self, other: &Sources) -> bool {
+        self.listings.len() == other.listings.len()
+            && self
+                .listings
+                .iter()
+                .zip(&other.listings)
+                .all(|((a, la), (b, lb))| a == b && la.digest() == lb.digest())
+    }
+
+    /// The listing set for the upstream file `rel`.
+    pub fn listing(&self, rel: &str) -> Option<&Arc<UpstreamListing>> {
+        self.listings.get(rel)
     }
 
     /// The upstream MCP server files serving, with their specs.

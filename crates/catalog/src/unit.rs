@@ -25,6 +25,9 @@ pub struct DocumentUnit {
     pub diagnostics: Arc<[Diagnostic]>,
     /// Every file the build asked for, with its state then (`None`: absent).
     pub inputs: Vec<(Arc<str>, Option<[u8; 32]>)>,
+    /// For an upstream file, the digest of the listing its tools were
+    /// built from ([`Sources::listing`]); `None` for everything else.
+    pub listing: Option<[u8; 32]>,
     pub options: BuildOptions,
 }
 
@@ -46,6 +49,7 @@ impl DocumentUnit {
     /// would give this unit again.
     pub fn is_current(&self, sources: &Sources, options: &BuildOptions) -> bool {
         self.options == *options
+            && self.listing == sources.listing(&self.file).map(|listing| listing.digest())
             && self
                 .inputs
                 .iter()

@@ -13,7 +13,9 @@ use crate::sidecar::{
 };
 use serde::Deserialize;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The file name endings that name an upstream MCP server.
 const SUFFIXES: [&str; 3] = [".mcp.yaml", ".mcp.yml", ".mcp.json"];
@@ -228,6 +230,49 @@ impl UpstreamSpec {
     }
 }
 
+/// What the gateway knows of an upstream server's tools: the definitions
+/// of its last good listing, and what is wrong with it now, if anything.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamListing {
+    /// Every page of the last `tools/list` that succeeded, as sent;
+    /// `None` when no listing has succeeded yet.
+    pub tools: Option<Arc<Vec<Value>>>,
+    /// Why the server is not answering now (its tools, if any, are the
+    /// last good listing's).
+    pub problem: Option<String>,
+    digest: [u8; 32],
+}
+
+impl UpstreamListing {
+    pub fn new(tools: Option<Arc<Vec<Value>>>, problem: Option<String>) -> UpstreamListing {
+        let mut hasher = Sha256::new();
+        match &tools {
+            Some(tools) => {
+                hasher.update(b"listed\n");
+                for tool in tools.iter() {
+                    hasher.update(tool.to_string().as_bytes());
+                    hasher.update(b"\n");
+                }
+            }
+            None => hasher.update(b"never listed\n"),
+        }
+        if let Some(problem) = &problem {
+            hasher.update(b"problem\n");
+            hasher.update(problem.as_bytes());
+        }
+        UpstreamListing {
+            tools,
+            problem,
+            digest: hasher.finalize().into(),
+        }
+    }
+
+    /// Equal digests: equal tools and problem (a build reuses the unit).
+    pub fn digest(&self) -> [u8; 32] {
+        self.digest
+    }
+}
+
 /// Most characters of an upstream tool's description kept; the rest is
 /// cut (the text is untrusted and lands in every agent's context).
 pub const MAX_DESCRIPTION_CHARS: usize = 4_000;
@@ -434,7 +479,7 @@ mod tests {
         let codes_seen: Vec<&str> = catalog.diagnostics.iter().map(|d| d.code).collect();
         assert_eq!(
             codes_seen,
-            [codes::UPSTREAM_NOT_SERVED],
+            [codes::UPSTREAM_UNAVAILABLE],
             "{:?}",
             catalog.diagnostics
         );
@@ -442,7 +487,8 @@ mod tests {
             catalog
                 .diagnostics
                 .iter()
-                .any(|d| d.message.contains("http://127.0.0.1:9000/mcp"))
+                .any(|d| d.message.contains("http://127.0.0.1:9000/mcp")
+                    && d.message.contains("not been listed yet"))
         );
         // A broken edit is refused with the key at fault; the last good
         // version keeps serving.

@@ -65,7 +65,7 @@ pub fn variant(
         pointer: base.pointer.clone(),
         revision: base.revision,
         policy,
-        operation: base.operation.clone(),
+        target: base.target.clone(),
         fixed: config.fixed.clone(),
     })
 }

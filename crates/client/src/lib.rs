@@ -389,16 +389,19 @@ impl Client {
         method: &str,
         params: Map<String, Value>,
     ) -> Result<Value, ClientError> {
-        self.request_with(method, params, &[], self.config.timeout)
+        self.request_with(method, params, &[], &[], self.config.timeout)
             .await
     }
 
-    /// One request with extra (modern-only) headers and its own timeout.
+    /// One request with extra (modern-only) headers, headers of the
+    /// caller's identity for this request only (either era), and its own
+    /// timeout.
     pub(crate) async fn request_with(
         &self,
         method: &str,
         params: Map<String, Value>,
         extra_headers: &[(String, String)],
+        identity: &[(String, String)],
         timeout: Duration,
     ) -> Result<Value, ClientError> {
         let exchange = async {
@@ -406,7 +409,7 @@ impl Client {
             loop {
                 let negotiated = self.ensure().await?;
                 let (body, headers) =
-                    self.build(&negotiated, method, params.clone(), extra_headers);
+                    self.build(&negotiated, method, params.clone(), extra_headers, identity);
                 let id = body.get("id").cloned().unwrap_or(Value::Null);
                 match self.transport.send(&body, &headers, Some(&id)).await? {
                     Answer::Message {
@@ -450,18 +453,21 @@ impl Client {
         method: &str,
         params: Map<String, Value>,
         extra_headers: &[(String, String)],
+        identity: &[(String, String)],
     ) -> (Value, Vec<(String, String)>) {
         let id = self.next_id();
         match negotiated.era {
             Era::Modern => {
                 let mut headers = rpc::modern_headers(method, &params);
                 headers.extend_from_slice(extra_headers);
+                headers.extend_from_slice(identity);
                 (rpc::modern_body(&id, method, params), headers)
             }
-            Era::Legacy => (
-                rpc::legacy_body(&id, method, params),
-                negotiated.legacy_headers(),
-            ),
+            Era::Legacy => {
+                let mut headers = negotiated.legacy_headers();
+                headers.extend_from_slice(identity);
+                (rpc::legacy_body(&id, method, params), headers)
+            }
         }
     }
 

@@ -281,6 +281,37 @@ impl Client {
         Ok(list)
     }
 
+    /// `tools/call` as the server answered it (the `CallToolResult`
+    /// unread), with `identity` headers on this request only (either era)
+    /// and the arguments mirrored into headers as the last listing's
+    /// definition asks, within `timeout`: for a gateway passing results on.
+    pub async fn call_tool_raw(
+        &self,
+        name: &str,
+        arguments: Value,
+        identity: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Value, ClientError> {
+        let tool = self.known_tools().and_then(|list| list.get(name).cloned());
+        let mirrored = match &tool {
+            Some(tool) => {
+                rpc::mirror(&tool.header_params, &arguments).map_err(ClientError::Usage)?
+            }
+            None => Vec::new(),
+        };
+        let mut params = Map::new();
+        params.insert("name".to_string(), json!(name));
+        params.insert("arguments".to_string(), arguments);
+        self.request_with(
+            Method::ToolsCall.as_str(),
+            params,
+            &mirrored,
+            identity,
+            timeout,
+        )
+        .await
+    }
+
     /// `tools/call` with the configured timeout.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<ToolResult, ClientError> {
         self.call_tool_with_timeout(name, arguments, self.config().timeout)
@@ -310,7 +341,7 @@ impl Client {
             params.insert("name".to_string(), json!(name));
             params.insert("arguments".to_string(), arguments.clone());
             match self
-                .request_with(Method::ToolsCall.as_str(), params, &headers, timeout)
+                .request_with(Method::ToolsCall.as_str(), params, &headers, &[], timeout)
                 .await
             {
                 Ok(raw) => {

@@ -71,6 +71,8 @@ pub struct Gateway {
     /// Connections open now (the server counts them; at
     /// `max_connections` it accepts no more until one closes).
     pub connections: watch::Sender<usize>,
+    /// The upstream MCP servers the catalogs folder names, supervised.
+    pub upstreams: Arc<crate::upstream::Upstreams>,
 }
 
 impl Gateway {
@@ -167,6 +169,10 @@ impl Gateway {
                     .with_search_cache(settings.search_cache_bytes),
             )),
             embedder: search_model,
+            upstreams: Arc::new(crate::upstream::Upstreams::new(
+                settings.catalogs.clone(),
+                settings.environment.clone(),
+            )),
             settings,
             streams: Arc::new(Registry::default()),
             shutdown,

@@ -31,4 +31,5 @@ pub mod store;
 pub mod streams;
 pub mod telemetry;
 pub mod tools;
+pub mod upstream;
 pub mod visibility;

@@ -371,13 +371,17 @@ fn rebuild_and_swap(
     // missed more recently still serve (each is confirmed in its turn:
     // deletions that keep coming never hold the rest back for long).
     absences.keep_held(&previous, &mut next);
+    // One supervisor per upstream file, running its current spec; the
+    // build serves what each has listed so far.
+    gateway.upstreams.reconcile(&next);
+    next.set_listings(gateway.upstreams.listings());
     // Counted here, once: a rescan that held changes publishes nothing and
     // hands `previous` on, so the next one finds the same files changed.
     if refuses_a_change(&previous, &next) {
         gateway.metrics.reload_failed(ReloadFailure::FileRefused);
     }
     let scan = started.elapsed();
-    if same_files(&previous, &next) {
+    if same_files(&previous, &next) && previous.same_listings(&next) {
         return Ok((next, absences, None));
     }
     // Only the reloader swaps, one rescan at a time: this is still the
@@ -488,8 +492,28 @@ pub fn start(reloader: Arc<Reloader>) -> Option<notify::RecommendedWatcher> {
         WatchMode::Events => Some(SAFETY_RESCAN),
         WatchMode::Off => None,
     };
+    tokio::spawn(upstream_loop(reloader.clone()));
     tokio::spawn(debounce_loop(reloader, wake, settings.debounce, poll));
     watcher
+}
+
+/// Starts the supervisors of the upstream files the catalog was built
+/// with, then rebuilds whenever one of their listings changes (at once:
+/// a listing is settled when it arrives, there is nothing to debounce),
+/// and stops them all at shutdown.
+async fn upstream_loop(reloader: Arc<Reloader>) {
+    let upstreams = reloader.gateway.upstreams.clone();
+    let changed = upstreams.changed();
+    upstreams.reconcile(&reloader.state.lock().await.sources);
+    let mut shutdown = reloader.gateway.shutdown.signal();
+    loop {
+        tokio::select! {
+            () = changed.notified() => {}
+            () = shutdown.begun() => break,
+        }
+        reloader.rescan().await;
+    }
+    upstreams.stop_all();
 }
 
 fn watch_events(dir: &std::path::Path, wake: Arc<Notify>) -> Option<notify::RecommendedWatcher> {

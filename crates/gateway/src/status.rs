@@ -135,6 +135,7 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
             "generation": served.generation,
             "tools": catalog.tools().len(),
             "documents": documents,
+            "upstreams": gateway.upstreams.status(),
             "errors": catalog.errors(),
             "warnings": catalog.warnings(),
             "diagnostics": catalog.diagnostics,

@@ -261,7 +261,12 @@ impl Rule {
                 Rule::Policy(policy.clone())
             };
         }
-        match &tool.operation.security {
+        // An upstream server's tool has no OpenAPI security: public
+        // unless a policy says otherwise.
+        let Some(operation) = tool.target.http() else {
+            return Rule::Public;
+        };
+        match &operation.security {
             None => Rule::Public,
             Some(requirements)
                 if requirements.is_empty() || requirements.iter().any(|r| r.is_empty()) =>
@@ -269,7 +274,7 @@ impl Rule {
                 Rule::Public
             }
             Some(requirements) => {
-                let schemes = &tool.operation.security_schemes;
+                let schemes = &operation.security_schemes;
                 Rule::Security(
                     requirements
                         .iter()

@@ -63,6 +63,7 @@ pub async fn tools_call(
         backend: &gateway.backend,
         self_url: gateway.self_url.get().map(String::as_str),
         metrics: &gateway.metrics,
+        upstreams: &gateway.upstreams,
     };
     let answer = tools::call(&context, tool, arguments).await;
     Ok(call_tool_result(answer))

@@ -49,13 +49,26 @@ pub enum Reply {
 /// A `CallToolResult`: the answer as JSON text in one content block,
 /// `isError` only on failure, then whatever the era adds. The text is
 /// kept as its JSON string literal, so a ready answer (a search page) is
-/// copied into the message rather than escaped again.
+/// copied into the message rather than escaped again. An upstream MCP
+/// server's result keeps its own content blocks and structured content.
 #[derive(Debug, Clone)]
 pub struct CallToolResult {
-    literal: JsonLiteral,
+    content: Content,
     is_error: bool,
     /// Members after `content` and `isError`, in order.
     rest: Map<String, Value>,
+}
+
+/// What a result's `content` holds.
+#[derive(Debug, Clone)]
+enum Content {
+    /// One text block, as its JSON string literal.
+    Text(JsonLiteral),
+    /// An upstream server's blocks and structured content, as it sent them.
+    Blocks {
+        blocks: Vec<Value>,
+        structured: Option<Value>,
+    },
 }
 
 impl CallToolResult {
@@ -64,19 +77,36 @@ impl CallToolResult {
         self.rest.insert(key.to_string(), value);
     }
 
-    /// The text block, unescaped.
+    /// The text block, unescaped (an upstream result's text blocks, joined).
     pub fn text(&self) -> String {
-        self.literal.text()
+        match &self.content {
+            Content::Text(literal) => literal.text(),
+            Content::Blocks { blocks, .. } => blocks
+                .iter()
+                .filter_map(|block| block.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
     }
 
     /// The result as a JSON value (what [`CallToolResult::write_response`]
     /// writes under `result`).
     pub fn to_value(&self) -> Value {
         let mut result = Map::new();
-        result.insert(
-            "content".to_string(),
-            json!([{"type": "text", "text": self.text()}]),
-        );
+        match &self.content {
+            Content::Text(literal) => {
+                result.insert(
+                    "content".to_string(),
+                    json!([{"type": "text", "text": literal.text()}]),
+                );
+            }
+            Content::Blocks { blocks, structured } => {
+                result.insert("content".to_string(), Value::Array(blocks.clone()));
+                if let Some(structured) = structured {
+                    result.insert("structuredContent".to_string(), structured.clone());
+                }
+            }
+        }
         if self.is_error {
             result.insert("isError".to_string(), json!(true));
         }
@@ -86,7 +116,14 @@ impl CallToolResult {
 
     /// Bytes the response to request `id` will take, about.
     pub fn response_len(&self) -> usize {
-        self.literal.len() + 512
+        match &self.content {
+            Content::Text(literal) => literal.len() + 512,
+            Content::Blocks { blocks, structured } => {
+                blocks.iter().map(sezzlee_json::json_bytes).sum::<usize>()
+                    + structured.as_ref().map_or(0, sezzlee_json::json_bytes)
+                    + 512
+            }
+        }
     }
 
     /// Writes the JSON-RPC response to request `id` carrying this result:
@@ -95,9 +132,21 @@ impl CallToolResult {
     pub fn write_response(&self, id: &Value, out: &mut Vec<u8>) -> serde_json::Result<()> {
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         serde_json::to_writer(&mut *out, id)?;
-        out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-        out.extend_from_slice(self.literal.as_str().as_bytes());
-        out.extend_from_slice(b"}]");
+        match &self.content {
+            Content::Text(literal) => {
+                out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+                out.extend_from_slice(literal.as_str().as_bytes());
+                out.extend_from_slice(b"}]");
+            }
+            Content::Blocks { blocks, structured } => {
+                out.extend_from_slice(br#","result":{"content":"#);
+                serde_json::to_writer(&mut *out, blocks)?;
+                if let Some(structured) = structured {
+                    out.extend_from_slice(br#","structuredContent":"#);
+                    serde_json::to_writer(&mut *out, structured)?;
+                }
+            }
+        }
         if self.is_error {
             out.extend_from_slice(br#","isError":true"#);
         }
@@ -115,8 +164,15 @@ impl CallToolResult {
 /// The `CallToolResult` of a tool's answer.
 pub fn call_tool_result(answer: ToolAnswer) -> CallToolResult {
     let is_error = answer.is_error();
+    let content = match answer.into_blocks() {
+        Ok(blocks) => Content::Blocks {
+            blocks: blocks.content,
+            structured: blocks.structured,
+        },
+        Err(answer) => Content::Text(answer.into_literal()),
+    };
     CallToolResult {
-        literal: answer.into_literal(),
+        content,
         is_error,
         rest: Map::new(),
     }

@@ -30,6 +30,19 @@ enum AnswerJson {
     /// this way from cards escaped once per catalog, and shared with the
     /// search cache, so a page is never escaped per request.
     Escaped(JsonLiteral),
+    /// An upstream MCP server's result, passed on as it came: its content
+    /// blocks, structured content and `isError` (not one text block).
+    Blocks(Blocks),
+}
+
+/// A `CallToolResult`'s parts as an upstream MCP server sent them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blocks {
+    /// The content blocks (text, image, audio, resource, …), as sent.
+    pub content: Vec<Value>,
+    pub structured: Option<Value>,
+    /// The tool ran and failed (the server's `isError`).
+    pub is_error: bool,
 }
 
 /// Whether calling again unchanged may succeed: the envelope's
@@ -81,6 +94,33 @@ impl ToolAnswer {
         }
     }
 
+    /// An upstream MCP server's result, passed on whole.
+    pub fn blocks(blocks: Blocks) -> ToolAnswer {
+        ToolAnswer {
+            body: AnswerJson::Blocks(blocks),
+            failure: None,
+        }
+    }
+
+    /// The upstream result, when this answer passes one on.
+    pub fn as_blocks(&self) -> Option<&Blocks> {
+        match &self.body {
+            AnswerJson::Blocks(blocks) => Some(blocks),
+            _ => None,
+        }
+    }
+
+    /// The upstream result, taken out, when this answer passes one on.
+    pub fn into_blocks(self) -> Result<Blocks, ToolAnswer> {
+        match self.body {
+            AnswerJson::Blocks(blocks) => Ok(blocks),
+            body => Err(ToolAnswer {
+                body,
+                failure: self.failure,
+            }),
+        }
+    }
+
     /// A failure with extra fields after `error`, `message`, `retryable`.
     pub fn fail(
         code: Code,
@@ -105,6 +145,7 @@ impl ToolAnswer {
             AnswerJson::Text(text) => text,
             AnswerJson::Value(payload) => payload.to_string(),
             AnswerJson::Escaped(literal) => literal.text(),
+            AnswerJson::Blocks(blocks) => blocks_text(&blocks),
         }
     }
 
@@ -115,6 +156,7 @@ impl ToolAnswer {
             AnswerJson::Escaped(literal) => literal,
             AnswerJson::Text(text) => JsonLiteral::of(&text),
             AnswerJson::Value(payload) => JsonLiteral::of(&payload.to_string()),
+            AnswerJson::Blocks(blocks) => JsonLiteral::of(&blocks_text(&blocks)),
         }
     }
 
@@ -133,18 +175,44 @@ impl ToolAnswer {
             AnswerJson::Value(payload) => sezzlee_json::json_chars(payload),
             AnswerJson::Text(text) => characters(text),
             AnswerJson::Escaped(literal) => characters(&literal.text()),
+            AnswerJson::Blocks(blocks) => blocks.chars(),
         }
     }
 
-    /// Whether this is a failure (`isError: true`).
+    /// Whether this is a failure (`isError: true`): the gateway's, or an
+    /// upstream tool's that ran and failed.
     pub fn is_error(&self) -> bool {
-        self.failure.is_some()
+        self.failure.is_some() || self.as_blocks().is_some_and(|blocks| blocks.is_error)
     }
 
     /// The failure code, when this is a failure.
     pub fn code(&self) -> Option<&str> {
         self.failure.map(Code::as_str)
     }
+}
+
+impl Blocks {
+    /// Characters of the content blocks and structured content as JSON:
+    /// what the response budget bounds.
+    pub fn chars(&self) -> usize {
+        self.content
+            .iter()
+            .map(sezzlee_json::json_chars)
+            .sum::<usize>()
+            + self.structured.as_ref().map_or(0, sezzlee_json::json_chars)
+    }
+}
+
+/// An upstream result's text blocks, joined by newlines (what a caller
+/// reading only text gets of it).
+fn blocks_text(blocks: &Blocks) -> String {
+    let texts: Vec<&str> = blocks
+        .content
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    texts.join("\n")
 }
 
 /// Characters, not bytes: cheap to count, and a bound on them is what an
@@ -224,6 +292,7 @@ pub fn within_budget(answer: ToolAnswer, budget: usize, shrink_hint: &str) -> To
             (characters(&text), AnswerJson::Text(text))
         }
         AnswerJson::Text(text) => (characters(&text), AnswerJson::Text(text)),
+        AnswerJson::Blocks(blocks) => (blocks.chars(), AnswerJson::Blocks(blocks)),
     };
     if size <= budget {
         return ToolAnswer { body, failure };

@@ -16,7 +16,8 @@ use crate::backend::response::BackendResponse;
 use crate::backend::{DEFAULT_TIMEOUT, Failure};
 use crate::metrics::BackendOutcome;
 use serde_json::{Map, Value, json};
-use sezzlee_catalog::Tool;
+use sezzlee_catalog::sidecar::BackendConfig;
+use sezzlee_catalog::{Operation, Target, Tool};
 use sezzlee_json::kind_of;
 use std::time::Duration;
 
@@ -260,23 +261,29 @@ async fn dispatch(
     tool: &Tool,
     mut arguments: Map<String, Value>,
 ) -> ToolAnswer {
-    let operation = &tool.operation;
     for (key, value) in &tool.fixed {
         arguments.insert(key.clone(), value.clone());
     }
-    let base_url = match base_url(tool, context) {
-        Ok(url) => url,
-        Err(message) => {
-            return ToolAnswer::fail(Code::InternalError, message, Retry::WillNotHelp, Map::new());
+    match &tool.target {
+        Target::Http(operation) => call_http(context, tool, operation, arguments).await,
+        Target::Upstream(upstream) => {
+            super::upstream_call::call(context, tool, upstream, arguments).await
         }
-    };
-    let backend = &tool.operation.backend;
+    }
+}
+
+/// The `Authorization` to send to `backend` for this caller
+/// ([`crate::backend::credentials`]), or the answer saying why there is none.
+pub(super) async fn authorization_for(
+    context: &Context<'_>,
+    backend: &BackendConfig,
+) -> Result<Option<String>, ToolAnswer> {
     let forwards_authorization = backend
         .forward_headers
         .iter()
         .flatten()
         .any(|name| name.eq_ignore_ascii_case("authorization"));
-    let authorization = match context
+    context
         .backend
         .credentials
         .authorization(
@@ -285,18 +292,35 @@ async fn dispatch(
             context.caller,
         )
         .await
-    {
-        Ok(authorization) => authorization,
-        Err(why) => {
-            return ToolAnswer::fail(
+        .map_err(|why| {
+            ToolAnswer::fail(
                 Code::BackendCredentials,
                 why.message,
                 Retry::when(why.retryable),
                 Map::from_iter([("mayHaveReachedBackend".to_string(), json!(false))]),
-            );
+            )
+        })
+}
+
+/// An API operation's call: the request built from the arguments, sent
+/// over HTTP, its answer shaped to the budget.
+async fn call_http(
+    context: &Context<'_>,
+    tool: &Tool,
+    operation: &Operation,
+    arguments: Map<String, Value>,
+) -> ToolAnswer {
+    let base_url = match base_url(tool, operation, context) {
+        Ok(url) => url,
+        Err(message) => {
+            return ToolAnswer::fail(Code::InternalError, message, Retry::WillNotHelp, Map::new());
         }
     };
-    let headers = match outgoing_headers(context, tool, authorization) {
+    let authorization = match authorization_for(context, &operation.backend).await {
+        Ok(authorization) => authorization,
+        Err(answer) => return answer,
+    };
+    let headers = match outgoing_headers(context, tool, &operation.backend, authorization) {
         Ok(headers) => headers,
         Err(message) => {
             return ToolAnswer::fail(Code::InternalError, message, Retry::WillNotHelp, Map::new());
@@ -340,7 +364,7 @@ async fn dispatch(
     };
     let host = crate::backend::host_of(&base_url);
     context.metrics.backend_call(host, outcome, elapsed);
-    access_log(tool, host, &result, elapsed);
+    access_log(tool, &operation.method, host, &result, elapsed);
     match result {
         Ok(response) => backend_answer::answer(response, context.budget, tool, &arguments),
         Err(Failure::Unavailable {
@@ -392,13 +416,13 @@ async fn dispatch(
 /// the backend. `RUST_LOG=info,sezzlee::access=off` silences it.
 fn access_log(
     tool: &Tool,
+    method: &str,
     host: &str,
     result: &Result<BackendResponse, Failure>,
     elapsed: Duration,
 ) {
     // Milliseconds to the microsecond, as text: `1.302`, not `1.3019690000000002`.
     let duration_ms = format!("{:.3}", elapsed.as_secs_f64() * 1_000.0);
-    let method = tool.operation.method.as_str();
     match result {
         Ok(response) => tracing::info!(
             target: "sezzlee::access",
@@ -421,8 +445,8 @@ fn access_log(
 }
 
 /// The base URL with `${NAME}` expanded; it must be absolute.
-fn base_url(tool: &Tool, context: &Context) -> Result<String, String> {
-    let Some(url) = &tool.operation.base_url else {
+fn base_url(tool: &Tool, operation: &Operation, context: &Context) -> Result<String, String> {
+    let Some(url) = &operation.base_url else {
         return Err(format!(
             "The document of '{}' names no server, so the gateway does not know where to send the call. The catalog owner must set backend.baseUrl in the sidecar.",
             tool.name
@@ -452,24 +476,10 @@ fn base_url(tool: &Tool, context: &Context) -> Result<String, String> {
 fn outgoing_headers(
     context: &Context,
     tool: &Tool,
+    backend: &BackendConfig,
     authorization: Option<String>,
 ) -> Result<Vec<(String, String)>, String> {
-    let backend = &tool.operation.backend;
-    let mut headers: Vec<(String, String)> = authorization
-        .map(|value| ("authorization".to_string(), value))
-        .into_iter()
-        .collect();
-    for name in backend.forward_headers.iter().flatten() {
-        let name = name.to_ascii_lowercase();
-        if name == "authorization" {
-            continue;
-        }
-        for value in context.caller.headers.get_all(name.as_str()) {
-            if let Ok(text) = value.to_str() {
-                headers.push((name.clone(), text.to_string()));
-            }
-        }
-    }
+    let mut headers = caller_headers(context, backend, authorization);
     for (name, value) in &backend.headers {
         // A configured header replaces a forwarded one of the same name.
         headers.retain(|(forwarded, _)| !forwarded.eq_ignore_ascii_case(name));
@@ -497,6 +507,32 @@ fn outgoing_headers(
         "application/json, */*;q=0.5".to_string(),
     ));
     Ok(headers)
+}
+
+/// The `Authorization` to send, and the caller's headers the backend
+/// configuration forwards (only those configured; `Authorization` is never
+/// taken from the caller here).
+pub(super) fn caller_headers(
+    context: &Context,
+    backend: &BackendConfig,
+    authorization: Option<String>,
+) -> Vec<(String, String)> {
+    let mut headers: Vec<(String, String)> = authorization
+        .map(|value| ("authorization".to_string(), value))
+        .into_iter()
+        .collect();
+    for name in backend.forward_headers.iter().flatten() {
+        let name = name.to_ascii_lowercase();
+        if name == "authorization" {
+            continue;
+        }
+        for value in context.caller.headers.get_all(name.as_str()) {
+            if let Ok(text) = value.to_str() {
+                headers.push((name.clone(), text.to_string()));
+            }
+        }
+    }
+    headers
 }
 
 /// Members whose schema says `contentEncoding: base64` (sent as bytes).

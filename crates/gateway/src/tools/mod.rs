@@ -18,6 +18,7 @@ pub mod search;
 pub mod search_cache;
 pub mod shape;
 pub mod snapshot;
+mod upstream_call;
 
 use crate::visibility::Caller;
 pub use definitions::{INSTRUCTIONS, definitions};
@@ -71,6 +72,8 @@ pub struct Context<'a> {
     pub self_url: Option<&'a str>,
     /// Where calls are counted and timed.
     pub metrics: &'a crate::metrics::Metrics,
+    /// The upstream MCP servers, for calls of their tools.
+    pub upstreams: &'a crate::upstream::Upstreams,
 }
 
 /// Runs one of the three tools, in a span of its name (a child of the

@@ -146,7 +146,7 @@ struct Paging<'t> {
 impl<'t> Paging<'t> {
     fn of(tool: &'t Tool) -> Paging<'t> {
         let mut paging = Paging::default();
-        for argument in &tool.operation.arguments {
+        for argument in tool.http_arguments() {
             let name = argument.member.as_str();
             let slot = match role_of(name) {
                 Some(Role::Size) => &mut paging.size,
@@ -415,8 +415,7 @@ fn token_argument(tool: &Tool, link: &str) -> Option<String> {
     let passed: Vec<String> = pairs
         .iter()
         .filter(|(name, _)| {
-            tool.operation
-                .arguments
+            tool.http_arguments()
                 .iter()
                 .any(|argument| argument.wire_name == *name && argument.location == Location::Query)
         })
@@ -429,8 +428,7 @@ fn token_argument(tool: &Tool, link: &str) -> Option<String> {
 /// ones), at most eight, as the message names them.
 fn narrowing(tool: &Tool) -> Option<String> {
     let names: Vec<&str> = tool
-        .operation
-        .arguments
+        .http_arguments()
         .iter()
         .filter(|argument| {
             argument.location == Location::Query && role_of(&argument.member).is_none()

@@ -122,9 +122,8 @@ impl PerToolCache {
             .collect();
         let (rules, rule_of) = rules_of(tools, &same, earlier.map(|(_, cache)| cache));
         let uses_demo_backend = tools.iter().any(|tool| {
-            tool.operation
-                .base_url
-                .as_deref()
+            tool.operation()
+                .and_then(|operation| operation.base_url.as_deref())
                 .is_some_and(crate::demo::is_demo_base_url)
         });
         let cache = PerToolCache {
