@@ -39,12 +39,12 @@
 //! not killed with it, but sees its stdin close.
 
 use crate::rpc;
-use crate::tools::MAX_PAGES;
+use crate::tools::Pages;
 use crate::transport::{MAX_MESSAGE_BYTES, preview};
 use crate::{ClientError, DEFAULT_TIMEOUT, RpcError};
 use serde_json::{Map, Value, json};
 use sezzlee_protocol::{ErrorCode, HANDSHAKE_VERSIONS, Method, STATELESS_VERSION, notification};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -471,14 +471,13 @@ impl StdioClient {
     }
 
     /// Every page of `tools/list` (following `nextCursor`), the tool
-    /// definitions as sent (untrusted). A cursor seen twice, or more than
-    /// [`MAX_PAGES`] pages, is a broken server.
+    /// definitions as sent (untrusted). A cursor seen twice, too many pages or
+    /// too many bytes is a broken server (`tools::Pages`).
     pub async fn list_tools(&self) -> Result<Vec<Value>, ClientError> {
         let timeout = self.inner.config.request_timeout;
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
-        let mut seen_cursors = HashSet::new();
-        let mut pages = 0;
+        let mut pages = Pages::default();
         loop {
             let mut params = Map::new();
             if let Some(cursor) = &cursor {
@@ -487,37 +486,9 @@ impl StdioClient {
             let mut result = self
                 .request(Method::ToolsList.as_str(), params, timeout)
                 .await?;
-            pages += 1;
-            match result.get_mut("tools").map(Value::take) {
-                Some(Value::Array(page)) => tools.extend(page),
-                _ => {
-                    return Err(ClientError::Malformed(
-                        "the tools/list result has no tools array".to_string(),
-                    ));
-                }
-            }
-            match result.get_mut("nextCursor").map(Value::take) {
-                None | Some(Value::Null) => return Ok(tools),
-                Some(Value::String(next)) => {
-                    if !seen_cursors.insert(next.clone()) {
-                        return Err(ClientError::Malformed(format!(
-                            "tools/list returned cursor '{}' twice (a pagination loop)",
-                            preview(&next)
-                        )));
-                    }
-                    if pages >= MAX_PAGES {
-                        return Err(ClientError::Malformed(format!(
-                            "tools/list has more than {MAX_PAGES} pages"
-                        )));
-                    }
-                    cursor = Some(next);
-                }
-                Some(other) => {
-                    return Err(ClientError::Malformed(format!(
-                        "tools/list nextCursor is {}, not a string",
-                        sezzlee_json::kind_of(&other)
-                    )));
-                }
+            match pages.take(&mut result, &mut tools)? {
+                Some(next) => cursor = Some(next),
+                None => return Ok(tools),
             }
         }
     }

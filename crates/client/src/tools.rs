@@ -15,6 +15,74 @@ use std::time::{Duration, Instant};
 
 /// Most `tools/list` pages followed before the server is judged broken.
 pub const MAX_PAGES: usize = 1000;
+/// Most bytes of tool definitions one listing takes, all pages together
+/// (each message is bounded on its own by the transport).
+pub const MAX_LISTING_BYTES: usize = 64 * 1024 * 1024;
+
+/// Follows the pages of one `tools/list`, whatever the transport: each
+/// page's definitions taken, the next cursor read, a cursor seen twice,
+/// more than [`MAX_PAGES`] pages or more than [`MAX_LISTING_BYTES`] of
+/// definitions refused as a broken server.
+#[derive(Default)]
+pub(crate) struct Pages {
+    seen: std::collections::HashSet<String>,
+    pages: usize,
+    bytes: usize,
+}
+
+impl Pages {
+    /// Takes one page's `result`: its definitions appended to `tools`; the
+    /// cursor of the next page, or `None` after the last.
+    pub(crate) fn take(
+        &mut self,
+        result: &mut Value,
+        tools: &mut Vec<Value>,
+    ) -> Result<Option<String>, ClientError> {
+        self.pages += 1;
+        match result.get_mut("tools").map(Value::take) {
+            Some(Value::Array(page)) => {
+                self.bytes += page.iter().map(sezzlee_json::json_bytes).sum::<usize>();
+                if self.bytes > MAX_LISTING_BYTES {
+                    return Err(ClientError::Malformed(format!(
+                        "tools/list holds more than {MAX_LISTING_BYTES} bytes of definitions"
+                    )));
+                }
+                tools.extend(page);
+            }
+            _ => {
+                return Err(ClientError::Malformed(
+                    "the tools/list result has no tools array".to_string(),
+                ));
+            }
+        }
+        match result.get_mut("nextCursor").map(Value::take) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(next)) => {
+                if !self.seen.insert(next.clone()) {
+                    return Err(ClientError::Malformed(format!(
+                        "tools/list returned cursor '{}' twice (a pagination loop)",
+                        super::transport::preview(&next)
+                    )));
+                }
+                if self.pages >= MAX_PAGES {
+                    return Err(ClientError::Malformed(format!(
+                        "tools/list has more than {MAX_PAGES} pages"
+                    )));
+                }
+                Ok(Some(next))
+            }
+            Some(other) => Err(ClientError::Malformed(format!(
+                "tools/list nextCursor is {}, not a string",
+                sezzlee_json::kind_of(&other)
+            ))),
+        }
+    }
+
+    /// Pages taken so far.
+    pub(crate) fn count(&self) -> usize {
+        self.pages
+    }
+}
 
 /// One tool definition, as the server published it (untrusted data).
 #[derive(Debug, Clone)]
@@ -206,60 +274,36 @@ impl Client {
     /// Lists every page now, and caches the answer for its `ttlMs`
     /// (capped by the configuration).
     pub async fn refresh_tools(&self) -> Result<Arc<ToolList>, ClientError> {
-        let mut tools = Vec::new();
-        let mut rejected = Vec::new();
+        let mut definitions = Vec::new();
         let mut cursor: Option<String> = None;
-        let mut seen_cursors = std::collections::HashSet::new();
+        let mut pages = Pages::default();
         let mut ttl_ms = None;
-        let mut pages = 0;
         loop {
             let mut params = Map::new();
             if let Some(cursor) = &cursor {
                 params.insert("cursor".to_string(), json!(cursor));
             }
-            let result = self.request(Method::ToolsList.as_str(), params).await?;
-            pages += 1;
-            if pages == 1 {
+            let mut result = self.request(Method::ToolsList.as_str(), params).await?;
+            if pages.count() == 0 {
                 ttl_ms = result.get("ttlMs").and_then(Value::as_u64);
             }
-            let page = result
-                .get("tools")
-                .and_then(Value::as_array)
-                .ok_or_else(|| {
-                    ClientError::Malformed("the tools/list result has no tools array".to_string())
-                })?;
-            for definition in page {
-                match read_tool(definition) {
-                    Ok(tool) => tools.push(tool),
-                    Err((name, why)) => {
-                        tracing::warn!(tool = %name, "left out a tool definition: {why}");
-                        rejected.push((name, why));
-                    }
-                }
+            match pages.take(&mut result, &mut definitions)? {
+                Some(next) => cursor = Some(next),
+                None => break,
             }
-            match result.get("nextCursor") {
-                None | Some(Value::Null) => break,
-                Some(Value::String(next)) => {
-                    if !seen_cursors.insert(next.clone()) {
-                        return Err(ClientError::Malformed(format!(
-                            "tools/list returned cursor '{next}' twice (a pagination loop)"
-                        )));
-                    }
-                    if pages >= MAX_PAGES {
-                        return Err(ClientError::Malformed(format!(
-                            "tools/list has more than {MAX_PAGES} pages"
-                        )));
-                    }
-                    cursor = Some(next.clone());
-                }
-                Some(other) => {
-                    return Err(ClientError::Malformed(format!(
-                        "tools/list nextCursor is {}, not a string",
-                        sezzlee_json::kind_of(other)
-                    )));
+        }
+        let mut tools = Vec::new();
+        let mut rejected = Vec::new();
+        for definition in &definitions {
+            match read_tool(definition) {
+                Ok(tool) => tools.push(tool),
+                Err((name, why)) => {
+                    tracing::warn!(tool = %name, "left out a tool definition: {why}");
+                    rejected.push((name, why));
                 }
             }
         }
+        let pages = pages.count();
         let fetched_at = Instant::now();
         let list = Arc::new(ToolList {
             tools,

@@ -39,7 +39,7 @@ pub async fn call(
         Ok(authorization) => authorization,
         Err(answer) => return answer,
     };
-    let headers = caller_headers(context, &spec.backend, authorization);
+    let mut headers = caller_headers(context, &spec.backend, authorization);
     let timeout = spec
         .backend
         .timeout_ms
@@ -50,6 +50,9 @@ pub async fn call(
         upstream = %upstream.file,
         upstream.tool = %upstream.name,
     );
+    // The trace goes on to an HTTP server (a process over stdio has no
+    // headers).
+    headers.extend(crate::telemetry::outgoing(&span, &context.caller.headers));
     let started = std::time::Instant::now();
     let result = {
         use tracing::Instrument;
