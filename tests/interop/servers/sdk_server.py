@@ -2,7 +2,7 @@
 `mcp.server.mcpserver.MCPServer`) over Streamable HTTP, for the
 `sezzlee client` interop tests (tests/interop/test_client_third_party.py).
 
-    python sdk_server.py --port PORT --mode stateless|stateful [--legacy-only]
+    python sdk_server.py --port PORT --mode stateless|stateful [--legacy-only] [--mutable]
 
 --mode stateless  `stateless_http=True`: no sessions (what a 2026-07-28
                   client sees anyway: the SDK serves 2026-07-28 requests
@@ -17,6 +17,13 @@
                   `initialize` on its own. mcp 2.3.0 itself always serves
                   2026-07-28 (streamable_http_manager.py routes on the
                   header before the stateless/stateful split).
+--mutable         for the upstream tests (tests/interop/test_upstreams.py):
+                  counts every tools/call the server receives, by tool name,
+                  and adds two tools, change_description (gives `add` a new
+                  description and publishes a tools list change, so a
+                  gateway's pinned version of `add` goes stale) and calls
+                  (the counts, as JSON), so a test can tell that a call a
+                  gateway refused never reached this server.
 
 Tools: add (typed, so it has an outputSchema and structuredContent), fail
 (raises: an isError result), echo_header (an argument mirrored into the
@@ -26,6 +33,7 @@ publishes a tools list change to subscriptions/listen streams).
 
 import argparse
 import json
+from collections import Counter
 from typing import Annotated
 
 import uvicorn
@@ -72,6 +80,39 @@ async def add_tool(name: str, ctx: Context) -> str:
     return f"added {name}"
 
 
+CALLS: Counter[str] = Counter()
+
+
+async def change_description(description: str, ctx: Context) -> str:
+    """Gives the add tool a new description and tells listeners the list changed."""
+    # Registered again under its own name: only its description differs.
+    server.remove_tool("add")
+    server.add_tool(add, description=description)
+    await ctx.notify_tools_changed()
+    return f"add is now described as {description!r}"
+
+
+def calls() -> str:
+    """The tools/call requests this server received, counted by tool name (JSON)."""
+    return json.dumps(dict(CALLS))
+
+
+def mutable() -> None:
+    """Counts each tools/call before it is dispatched (an unknown tool or
+    invalid arguments included) and registers change_description and calls."""
+    dispatch = server.call_tool
+
+    async def counted(name, arguments, context=None):
+        CALLS[name] += 1
+        return await dispatch(name, arguments, context)
+
+    # MCPServer's tools/call handler calls self.call_tool: the instance
+    # attribute stands in for the method.
+    server.call_tool = counted
+    server.add_tool(change_description)
+    server.add_tool(calls)
+
+
 def legacy_only(app):
     async def wrapped(scope, receive, send):
         if scope["type"] == "http":
@@ -108,7 +149,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--mode", choices=["stateless", "stateful"], required=True)
     parser.add_argument("--legacy-only", action="store_true")
+    parser.add_argument("--mutable", action="store_true")
     args = parser.parse_args()
+    if args.mutable:
+        mutable()
     app = server.streamable_http_app(
         stateless_http=args.mode == "stateless", json_response=False
     )
