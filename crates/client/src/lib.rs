@@ -81,7 +81,9 @@ pub enum ClientError {
     Rpc(RpcError),
     /// An HTTP status without a JSON-RPC error body.
     Http { status: u16, body: String },
-    /// The connection failed or broke.
+    /// The connection could not be made: nothing was sent.
+    Unreachable(String),
+    /// The connection failed or broke (the request may have been sent).
     Transport(String),
     /// No answer in time.
     Timeout(Duration),
@@ -110,6 +112,7 @@ impl std::fmt::Display for ClientError {
                 }
                 Ok(())
             }
+            ClientError::Unreachable(why) => write!(f, "cannot connect: {why}"),
             ClientError::Transport(why) => write!(f, "transport failure: {why}"),
             ClientError::Timeout(after) => {
                 write!(f, "no answer within {} ms", after.as_millis())
@@ -136,6 +139,9 @@ impl ClientError {
             }),
             ClientError::Http { status, body } => {
                 json!({"kind": "http", "httpStatus": status, "message": self.to_string(), "body": body})
+            }
+            ClientError::Unreachable(_) => {
+                json!({"kind": "unreachable", "message": self.to_string()})
             }
             ClientError::Transport(_) => json!({"kind": "transport", "message": self.to_string()}),
             ClientError::Timeout(_) => json!({"kind": "timeout", "message": self.to_string()}),

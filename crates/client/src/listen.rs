@@ -207,10 +207,12 @@ impl Listener<'_> {
         match self.open().await {
             Ok(()) => Ok(()),
             // The server is (still) away: count it like a drop.
-            Err(ClientError::Transport(why)) => match self.dropped(why) {
-                Ok(_) => Ok(()),
-                Err(err) => Err(err),
-            },
+            Err(ClientError::Transport(why) | ClientError::Unreachable(why)) => {
+                match self.dropped(why) {
+                    Ok(_) => Ok(()),
+                    Err(err) => Err(err),
+                }
+            }
             Err(err) => Err(err),
         }
     }

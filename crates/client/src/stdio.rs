@@ -34,9 +34,10 @@
 //! waited for, so no zombie is left. The tasks that read its stdout and
 //! stderr end when the process ends (one second after, at most, when a
 //! child of its own keeps the pipes open), and the one that writes its
-//! stdin when the connection is over. The child is not put in a process
-//! group of its own: a process it starts itself (`npx` starts `node`) is
-//! not killed with it, but sees its stdin close.
+//! stdin when the connection is over. On Unix the child leads a process
+//! group of its own, and the whole group is killed with it (or after it
+//! ends): a process it starts itself (`npx` starts `node`) never outlives
+//! the connection.
 
 use crate::rpc;
 use crate::tools::Pages;
@@ -249,6 +250,8 @@ impl StdioClient {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        #[cfg(unix)]
+        command.process_group(0);
         let mut child = command.spawn().map_err(|err| {
             let dir = config
                 .working_dir
@@ -738,6 +741,7 @@ fn queue(shared: &Shared, writer: &mpsc::Sender<Outgoing>, message: &Value) {
 /// Owns the child: waits for its exit, or kills it when asked or when the
 /// last handle is gone, and reaps it either way.
 async fn supervise(mut child: Child, mut kill: mpsc::Receiver<()>, shared: Arc<Shared>) {
+    let group = child.id();
     let status = tokio::select! {
         status = child.wait() => status,
         // Asked (shutdown), or every handle dropped.
@@ -748,6 +752,21 @@ async fn supervise(mut child: Child, mut kill: mpsc::Receiver<()>, shared: Arc<S
             child.wait().await
         }
     };
+    // What it started itself goes with it: its process group (the child
+    // leads it), killed once the child is reaped.
+    #[cfg(unix)]
+    if let Some(group) = group.and_then(|pid| i32::try_from(pid).ok()) {
+        use nix::sys::signal::{Signal, killpg};
+        match killpg(nix::unistd::Pid::from_raw(group), Signal::SIGKILL) {
+            Ok(()) => {
+                tracing::debug!(upstream = %shared.name, "killed what the process left running")
+            }
+            Err(nix::errno::Errno::ESRCH) => {}
+            Err(err) => {
+                tracing::warn!(upstream = %shared.name, "cannot kill its process group: {err}")
+            }
+        }
+    }
     let status = match status {
         Ok(status) => status.to_string(),
         Err(err) => format!("its status cannot be read: {err}"),
@@ -1465,6 +1484,66 @@ mod tests {
         assert!(started.elapsed() >= SHUTDOWN_GRACE);
         assert!(gone(pid));
         stubborn.closed().await;
+    }
+
+    /// Whether `pid` no longer runs: gone, or a zombie nobody reaped yet
+    /// (an orphan's reaper may be slow, or absent in a container).
+    fn not_running(pid: u32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    /// `npx` starts `node`: what the server starts itself is killed with
+    /// it, at shutdown and when it ends on its own.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn what_the_server_started_goes_with_it() {
+        let python = python_or_skip!();
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/stdio_server.py"
+        );
+        let folder = std::env::temp_dir().join(format!("sezzlee-group-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        for (round, ends) in [("shutdown", false), ("exit", true)] {
+            let marker = folder.join(round);
+            let command = format!(
+                "sleep 300 & echo $! > '{}'; exec '{python}' '{script}'",
+                marker.display()
+            );
+            let client = StdioClient::start(
+                StdioConfig::new("group.yaml", "sh")
+                    .args(["-c", command.as_str()])
+                    .request_timeout(LONG),
+            )
+            .await
+            .unwrap();
+            let sleeper: u32 = std::fs::read_to_string(&marker)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            assert!(!not_running(sleeper), "{round}: the grandchild runs");
+            if ends {
+                let _ = client.call_tool("exit", json!({}), LONG).await;
+                client.closed().await;
+            } else {
+                client.shutdown().await;
+            }
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !not_running(sleeper) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert!(
+                not_running(sleeper),
+                "{round}: the grandchild {sleeper} outlived the server"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&folder);
     }
 
     #[tokio::test]

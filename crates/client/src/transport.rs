@@ -141,7 +141,7 @@ impl Transport {
             .post_request(body, headers)?
             .send()
             .await
-            .map_err(|err| ClientError::Transport(describe(&err)))?;
+            .map_err(|err| sent_or_not(&err))?;
         let status = response.status().as_u16();
         let session = response
             .headers()
@@ -217,6 +217,16 @@ fn header_value(name: &str, value: &str) -> Result<HeaderValue, ClientError> {
 
 /// A reqwest error in words, with its source chain (the part that says
 /// "connection refused").
+/// A failed POST: [`ClientError::Unreachable`] when no connection was made
+/// (nothing was sent), else [`ClientError::Transport`].
+fn sent_or_not(err: &reqwest::Error) -> ClientError {
+    if err.is_connect() {
+        ClientError::Unreachable(describe(err))
+    } else {
+        ClientError::Transport(describe(err))
+    }
+}
+
 fn describe(err: &reqwest::Error) -> String {
     use std::error::Error;
     let mut text = err.to_string();

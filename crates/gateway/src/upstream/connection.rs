@@ -88,6 +88,10 @@ impl Connection {
 fn failure_of(err: ClientError, timeout: Duration) -> CallFailure {
     match err {
         ClientError::Timeout(_) => CallFailure::Timeout(timeout),
+        ClientError::Unreachable(reason) => CallFailure::Unavailable {
+            reason,
+            maybe_reached: false,
+        },
         ClientError::Transport(reason) => CallFailure::Unavailable {
             reason,
             maybe_reached: true,
@@ -97,5 +101,45 @@ fn failure_of(err: ClientError, timeout: Duration) -> CallFailure {
             maybe_reached: true,
         },
         other => CallFailure::Refused(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_call_that_may_have_been_sent_says_it_may_have_reached_the_server() {
+        let timeout = Duration::from_secs(1);
+        let refused = failure_of(ClientError::Unreachable("refused".into()), timeout);
+        assert_eq!(
+            refused,
+            CallFailure::Unavailable {
+                reason: "refused".into(),
+                maybe_reached: false
+            }
+        );
+        let broken = failure_of(ClientError::Transport("reset".into()), timeout);
+        assert!(matches!(
+            broken,
+            CallFailure::Unavailable {
+                maybe_reached: true,
+                ..
+            }
+        ));
+        assert_eq!(
+            failure_of(ClientError::Timeout(timeout), timeout),
+            CallFailure::Timeout(timeout)
+        );
+        assert!(matches!(
+            failure_of(
+                ClientError::Http {
+                    status: 404,
+                    body: String::new()
+                },
+                timeout
+            ),
+            CallFailure::Refused(_)
+        ));
     }
 }
