@@ -8,6 +8,7 @@
 //! as a JSON line so changes can be diffed.
 
 use super::plural;
+use crate::commands::stdout::out;
 use serde_json::{Value, json};
 use sezzlee_catalog::diagnostics::Diagnostic;
 use sezzlee_catalog::{BuildOptions, Catalog, Sources, Tool};
@@ -261,7 +262,7 @@ pub fn run_search_tasks(
     });
     match crate::commands::search_tasks::evaluate(dir, &tasks, model.as_ref(), cache.as_ref()) {
         Ok((report, all_known)) => {
-            print!("{report}");
+            out!("{report}");
             if all_known {
                 ExitCode::SUCCESS
             } else {

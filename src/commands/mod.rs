@@ -8,6 +8,7 @@ pub mod client;
 pub mod health;
 pub mod positions;
 pub mod search_tasks;
+pub mod stdout;
 pub mod token;
 
 /// `one` for a count of 1, else `many`: "1 tool", "2 tools".

@@ -4,6 +4,7 @@
 //! come from a real issuer. The secret is read from an environment
 //! variable so it never appears in shell history.
 
+use crate::commands::stdout::outln;
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -23,7 +24,7 @@ pub struct TokenRequest {
 pub fn run(request: &TokenRequest) -> ExitCode {
     match mint(request) {
         Ok(token) => {
-            println!("{token}");
+            outln!("{token}");
             ExitCode::SUCCESS
         }
         Err(why) => {

@@ -201,3 +201,28 @@ async fn listen_prints_a_change_made_while_it_runs() {
     assert_eq!(lines[1]["method"], "notifications/tools/list_changed");
     assert_eq!(lines[1]["params"]["_meta"]["sezzlee/catalogGeneration"], 1);
 }
+
+/// A reader that stops early (`sezzlee client … | head -1`) ends the
+/// command quietly, as a closed pipe ends `cat`: no panic, status 141.
+#[tokio::test]
+async fn a_closed_stdout_ends_the_command_without_a_panic() {
+    let (gw, _dir) = demo().await;
+    let mut command = sezzlee_binary(None);
+    command
+        .arg("client")
+        .arg(gw.url.as_str())
+        .args(["search", "orders"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let output = tokio::task::spawn_blocking(move || {
+        let mut child = command.spawn().expect("sezzlee runs");
+        // The reader goes away before a line is read.
+        drop(child.stdout.take());
+        child.wait_with_output().expect("sezzlee ends")
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.code(), Some(141), "{output:?}");
+}

@@ -3,6 +3,7 @@
 //! Server text is untrusted, so every string that came from the server
 //! goes through [`clean`] before it reaches a terminal.
 
+use crate::commands::stdout::outln;
 use serde_json::{Value, json};
 use sezzlee_client::Detail;
 use sezzlee_client::gateway::{InvokeOutcome, LoadOutcome, error_code};
@@ -26,7 +27,7 @@ impl Output {
 
 pub(super) fn report(err: &ClientError, output: Output) {
     if output == Output::Json {
-        println!("{}", json!({"error": err.to_json()}));
+        outln!("{}", json!({"error": err.to_json()}));
     } else {
         eprintln!("sezzlee client: {}", clean(&err.to_string()));
     }
@@ -55,22 +56,22 @@ pub(super) fn print_discover(server: &ServerDescription, output: Output) {
         .get("version")
         .and_then(Value::as_str)
         .unwrap_or("");
-    println!("server: {} {}", clean(name), clean(version));
-    println!("era: {} (protocol {})", server.era, server.protocol_version);
+    outln!("server: {} {}", clean(name), clean(version));
+    outln!("era: {} (protocol {})", server.era, server.protocol_version);
     if !server.supported_versions.is_empty() {
-        println!(
+        outln!(
             "supported versions: {}",
             clean(&server.supported_versions.join(", "))
         );
     }
     if let Some(session) = &server.session_id {
-        println!("session: {}", clean(session));
+        outln!("session: {}", clean(session));
     }
-    println!("capabilities: {}", clean(&server.capabilities.to_string()));
+    outln!("capabilities: {}", clean(&server.capabilities.to_string()));
     if let Some(instructions) = &server.instructions {
-        println!("instructions (from the server, untrusted):");
+        outln!("instructions (from the server, untrusted):");
         for line in clean(instructions).lines() {
-            println!("  | {line}");
+            outln!("  | {line}");
         }
     }
 }
@@ -93,7 +94,7 @@ pub(super) fn print_tools(list: &ToolList, output: Output) {
             .lines()
             .next()
             .unwrap_or("");
-        println!(
+        outln!(
             "{}  {}",
             clean(&tool.name),
             clean(&shorten(description, 100))
@@ -102,7 +103,7 @@ pub(super) fn print_tools(list: &ToolList, output: Output) {
     for (name, why) in &list.rejected {
         eprintln!("warning: left out tool {}: {}", clean(name), clean(why));
     }
-    println!(
+    outln!(
         "{} tool{} ({} page{})",
         list.tools.len(),
         if list.tools.len() == 1 { "" } else { "s" },
@@ -117,12 +118,12 @@ pub(super) fn print_call(result: &ToolResult, output: Output) -> ExitCode {
         print_json(&result.raw);
     } else {
         for block in &result.content {
-            println!("{}", render_block(block));
+            outln!("{}", render_block(block));
         }
         if result.content.is_empty()
             && let Some(structured) = &result.structured
         {
-            println!("{}", clean(&pretty(structured)));
+            outln!("{}", clean(&pretty(structured)));
         }
         if result.is_error {
             eprintln!("the tool reported a failure (isError)");
@@ -180,12 +181,12 @@ fn print_failure(result: &ToolResult) {
         payload.get("message").and_then(Value::as_str),
     ) {
         (Some(code), Some(message)) => {
-            println!("{}: {}", clean(code), clean(message));
+            outln!("{}: {}", clean(code), clean(message));
             if let Some(retryable) = payload.get("retryable").and_then(Value::as_bool) {
-                println!("retryable: {retryable}");
+                outln!("retryable: {retryable}");
             }
         }
-        _ => println!("{}", clean(&pretty(&payload))),
+        _ => outln!("{}", clean(&pretty(&payload))),
     }
 }
 
@@ -202,18 +203,18 @@ pub(super) fn print_search(result: &ToolResult, output: Output, detail: Detail) 
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        println!(
+        outln!(
             "{} of {} tools",
             results.len(),
             payload.get("total").and_then(Value::as_u64).unwrap_or(0)
         );
         if let Some(tags) = payload.get("tags").and_then(Value::as_array) {
             let tags: Vec<&str> = tags.iter().filter_map(Value::as_str).collect();
-            println!("tags: {}", clean(&tags.join(", ")));
+            outln!("tags: {}", clean(&tags.join(", ")));
         }
         for card in &results {
             if detail == Detail::Schema {
-                println!("{}", clean(&pretty(card)));
+                outln!("{}", clean(&pretty(card)));
                 continue;
             }
             let name = card.get("name").and_then(Value::as_str).unwrap_or("?");
@@ -226,11 +227,11 @@ pub(super) fn print_search(result: &ToolResult, output: Output, detail: Detail) 
             } else {
                 ""
             };
-            println!("{}  {}{uncertain}", clean(name), clean(description));
+            outln!("{}  {}{uncertain}", clean(name), clean(description));
             if let Some(parameters) = card.get("parameters").and_then(Value::as_str)
                 && !parameters.is_empty()
             {
-                println!("    {}", clean(parameters));
+                outln!("    {}", clean(parameters));
             }
         }
     }
@@ -251,8 +252,8 @@ pub(super) fn print_load(outcome: &LoadOutcome, output: Output) -> ExitCode {
             if output == Output::Json {
                 print_json(&tool.definition);
             } else {
-                println!("{} (version {})", clean(&tool.name), clean(&tool.version));
-                println!("{}", clean(&pretty(&tool.definition)));
+                outln!("{} (version {})", clean(&tool.name), clean(&tool.version));
+                outln!("{}", clean(&pretty(&tool.definition)));
             }
             ExitCode::SUCCESS
         }
@@ -283,16 +284,16 @@ pub(super) fn print_invoke(outcome: &InvokeOutcome, output: Output) -> ExitCode 
     } else if result.is_error {
         print_failure(result);
         if error_code(result).as_deref() == Some("tool_changed") {
-            println!("(load the tool again, or drop --no-retry to let the client do it)");
+            outln!("(load the tool again, or drop --no-retry to let the client do it)");
         }
     } else {
         let payload = payload(result);
         if let Some(status) = payload.get("status").and_then(Value::as_u64) {
-            println!("HTTP {status}");
+            outln!("HTTP {status}");
         }
         match payload.get("body") {
-            Some(body) => println!("{}", clean(&pretty(body))),
-            None => println!("{}", clean(&pretty(&payload))),
+            Some(body) => outln!("{}", clean(&pretty(body))),
+            None => outln!("{}", clean(&pretty(&payload))),
         }
     }
     exit_for(result)
@@ -316,7 +317,7 @@ pub(super) fn print_event(event: &ListenEvent, output: Output) {
             }
             ListenEvent::Closed => json!({"event": "closed"}),
         };
-        println!("{line}");
+        outln!("{line}");
         return;
     }
     match event {
@@ -325,7 +326,7 @@ pub(super) fn print_event(event: &ListenEvent, output: Output) {
             honoured,
             not_honoured,
         } => {
-            println!(
+            outln!(
                 "listening (subscription {}): {}",
                 clean(&subscription_id.to_string()),
                 clean(&honoured.to_string())
@@ -343,7 +344,7 @@ pub(super) fn print_event(event: &ListenEvent, output: Output) {
                 .and_then(|meta| meta.get(sezzlee_client::gateway::GENERATION_KEY))
                 .map(|g| format!(" (catalog generation {g})"))
                 .unwrap_or_default();
-            println!("{}{}", clean(method), clean(&generation));
+            outln!("{}{}", clean(method), clean(&generation));
         }
         ListenEvent::Reconnecting { attempt, reason } => {
             eprintln!(
@@ -351,7 +352,7 @@ pub(super) fn print_event(event: &ListenEvent, output: Output) {
                 clean(reason)
             );
         }
-        ListenEvent::Closed => println!("the server closed the subscription"),
+        ListenEvent::Closed => outln!("the server closed the subscription"),
     }
 }
 
@@ -362,7 +363,7 @@ fn warn_all(warnings: &[String]) {
 }
 
 fn print_json(value: &Value) {
-    println!("{value}");
+    outln!("{value}");
 }
 
 fn pretty(value: &Value) -> String {
