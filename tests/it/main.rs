@@ -43,5 +43,8 @@ mod semantic;
 mod shaped_answers;
 mod support;
 mod traces;
+mod upstream_hostile;
+mod upstream_lifecycle;
+mod upstream_rmcp;
 mod visibility;
 mod visibility_schemes;
