@@ -46,5 +46,6 @@ mod traces;
 mod upstream_hostile;
 mod upstream_lifecycle;
 mod upstream_rmcp;
+mod upstream_visibility;
 mod visibility;
 mod visibility_schemes;

@@ -406,3 +406,26 @@ async fn the_file_edited_broken_and_removed_restarts_keeps_and_stops_the_server(
     let old = envelope(&invoke(&gw, "fx_echo", json!({"text": "x"})).await).expect("an envelope");
     assert_eq!(old["error"], "unknown_tool", "{old}");
 }
+
+/// A server that never lets the gateway connect is `down` once the first
+/// attempt failed, with the reason, not `connecting` for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_cannot_be_reached_is_down_with_the_reason() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = closed.local_addr().unwrap();
+    drop(closed);
+    let (gw, _reloader, _dir) =
+        live_gateway(&[("gone.mcp.yaml", format!("url: http://{address}/mcp\n"))]).await;
+    let entry = wait_for("gone.mcp.yaml down", Duration::from_secs(10), async || {
+        let entry = upstream_status(&gw, "gone.mcp.yaml").await;
+        (entry["state"] == "down").then_some(entry)
+    })
+    .await;
+    assert_eq!(entry["connects"], 0, "{entry}");
+    assert!(
+        entry["lastError"]
+            .as_str()
+            .is_some_and(|why| why.contains("connect")),
+        "{entry}"
+    );
+}

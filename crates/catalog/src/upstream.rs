@@ -302,7 +302,8 @@ pub struct LeftOut {
 /// The tools an upstream listed, in order, checked one by one: a tool
 /// without a name, with a duplicate name, with an inputSchema that is not
 /// an object schema, or with a definition over [`MAX_DEFINITION_CHARS`]
-/// is left out and said so; past `max_tools` the rest are left out.
+/// is left out and said so; past `max_tools` the rest are left out, said
+/// once for all of them.
 pub fn read_listing(tools: &[Value], max_tools: usize) -> (Vec<ListedTool>, Vec<LeftOut>) {
     let mut kept: Vec<ListedTool> = Vec::new();
     let mut left_out = Vec::new();
@@ -316,10 +317,12 @@ pub fn read_listing(tools: &[Value], max_tools: usize) -> (Vec<ListedTool>, Vec<
             why: why.to_string(),
         };
         if kept.len() >= max_tools {
+            let rest = tools.len() - index;
             left_out.push(leave(&format!(
-                "past the {max_tools} tools taken from this server (maxTools)"
+                "it and the {} listed after it are past the {max_tools} tools taken from this server (maxTools)",
+                rest - 1
             )));
-            continue;
+            break;
         }
         let Some(name) = tool.get("name").and_then(Value::as_str) else {
             left_out.push(leave("it has no name"));
@@ -537,10 +540,13 @@ mod tests {
                 ("bad_schema", true),
                 ("huge", true),
                 ("extra_2", true),
-                ("extra_3", true),
-                ("extra_4", true)
             ]
         );
-        assert!(left_out[4].why.contains("maxTools"));
+        assert!(left_out[4].why.contains("maxTools"), "{}", left_out[4].why);
+        assert!(
+            left_out[4].why.contains("the 2 listed after it"),
+            "{}",
+            left_out[4].why
+        );
     }
 }

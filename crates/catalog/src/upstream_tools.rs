@@ -21,6 +21,9 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// Tools left out said one by one, per server; the rest are counted.
+const MAX_LEFT_OUT_SAID: usize = 20;
+
 /// The catalog's name of an upstream file's server (`tickets.mcp.yaml` →
 /// `tickets`), when the file names no `namespace`.
 pub fn namespace_of(rel: &str, spec: &UpstreamSpec) -> String {
@@ -88,7 +91,9 @@ pub(crate) fn build_upstream(
         Some(tools) => read_listing(tools, most),
         None => (Vec::new(), Vec::new()),
     };
-    for left in left_out {
+    // A hostile listing may leave out thousands: the first are said one
+    // by one, the rest counted.
+    for left in left_out.iter().take(MAX_LEFT_OUT_SAID) {
         diagnostics.push(Diagnostic::warning(
             codes::UPSTREAM_TOOL_LEFT_OUT,
             rel,
@@ -96,6 +101,17 @@ pub(crate) fn build_upstream(
             format!(
                 "the server's tool '{}' is not served: {}",
                 left.tool, left.why
+            ),
+        ));
+    }
+    if left_out.len() > MAX_LEFT_OUT_SAID {
+        diagnostics.push(Diagnostic::warning(
+            codes::UPSTREAM_TOOL_LEFT_OUT,
+            rel,
+            "",
+            format!(
+                "{} more of the server's tools are not served, for the same kinds of reasons",
+                left_out.len() - MAX_LEFT_OUT_SAID
             ),
         ));
     }

@@ -72,6 +72,34 @@ pub struct Listener<'c> {
 }
 
 impl Client {
+    /// The notifications the server sends on the streams of this client's
+    /// requests (before their responses), from now on: what a server says
+    /// in reply to a call, such as `notifications/tools/list_changed` from
+    /// a tool that changed the tools. A receiver that lags loses the oldest.
+    pub fn notifications(&self) -> tokio::sync::broadcast::Receiver<Value> {
+        self.transport().notifications()
+    }
+
+    /// The `initialize` era's notification stream (GET on the endpoint,
+    /// with the session): what a server of that era sends unasked, such as
+    /// `notifications/tools/list_changed`. `None` when the server offers
+    /// none; an error when it speaks 2026-07-28 (use [`Client::listen`]).
+    pub async fn server_stream(&self) -> Result<Option<EventStream>, ClientError> {
+        let negotiated = self.connect().await?;
+        if negotiated.era != Era::Legacy {
+            return Err(ClientError::Unsupported(
+                "a 2026-07-28 server announces changes on subscriptions/listen".to_string(),
+            ));
+        }
+        let timeout = self.config().timeout;
+        tokio::time::timeout(
+            timeout,
+            self.transport().server_stream(&negotiated.legacy_headers()),
+        )
+        .await
+        .map_err(|_| ClientError::Timeout(timeout))?
+    }
+
     /// Opens a `subscriptions/listen` stream. Fails at once when the server
     /// is not modern, refuses the request, or does not acknowledge first.
     pub async fn listen(&self, options: ListenOptions) -> Result<Listener<'_>, ClientError> {

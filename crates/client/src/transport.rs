@@ -49,7 +49,13 @@ pub struct Transport {
     http: reqwest::Client,
     url: String,
     identity: HeaderMap,
+    /// Notifications the server sent on a response's stream before the
+    /// response (a tool that changes the tool list says so there).
+    notifications: tokio::sync::broadcast::Sender<Value>,
 }
+
+/// Notifications kept for a receiver that lags.
+const NOTIFICATIONS_KEPT: usize = 64;
 
 impl Transport {
     /// A transport to `url`. `identity` headers (e.g. `Authorization`) go
@@ -69,11 +75,17 @@ impl Transport {
             http,
             url: url.to_string(),
             identity,
+            notifications: tokio::sync::broadcast::channel(NOTIFICATIONS_KEPT).0,
         })
     }
 
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The notifications servers send on response streams, from now on.
+    pub fn notifications(&self) -> tokio::sync::broadcast::Receiver<Value> {
+        self.notifications.subscribe()
     }
 
     fn post_request(
@@ -121,6 +133,11 @@ impl Transport {
                             message,
                             session,
                         });
+                    }
+                    if message.get("method").is_some() && message.get("id").is_none() {
+                        // Nobody may be listening: that is not an error.
+                        let _ = self.notifications.send(message);
+                        continue;
                     }
                     tracing::debug!(%message, "skipped a message on the response stream");
                 }
@@ -187,6 +204,45 @@ impl Transport {
         }
     }
 
+    /// GET with the session header: the `initialize` era's stream of what
+    /// the server sends unasked (notifications). `None` when the server
+    /// offers none (`405`).
+    pub async fn server_stream(
+        &self,
+        headers: &[(String, String)],
+    ) -> Result<Option<EventStream>, ClientError> {
+        let mut request = self
+            .http
+            .get(&self.url)
+            .headers(self.identity.clone())
+            .header(reqwest::header::ACCEPT, "text/event-stream");
+        for (name, value) in headers {
+            request = request.header(header_name(name)?, header_value(name, value)?);
+        }
+        let response = request.send().await.map_err(|err| sent_or_not(&err))?;
+        let status = response.status().as_u16();
+        if status == 405 {
+            return Ok(None);
+        }
+        let is_stream = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|kind| kind.to_ascii_lowercase().starts_with("text/event-stream"));
+        if (200..300).contains(&status) && is_stream {
+            return Ok(Some(EventStream::new(
+                status,
+                None,
+                response.bytes_stream(),
+            )));
+        }
+        let body = read_bounded(response).await?;
+        Err(ClientError::Http {
+            status,
+            body: preview(&String::from_utf8_lossy(&body)),
+        })
+    }
+
     /// DELETE with the session header: ends a legacy session. A `405`
     /// (the server does not let clients end sessions) is not an error.
     pub async fn delete_session(&self, headers: &[(String, String)]) -> Result<u16, ClientError> {
@@ -215,8 +271,6 @@ fn header_value(name: &str, value: &str) -> Result<HeaderValue, ClientError> {
     })
 }
 
-/// A reqwest error in words, with its source chain (the part that says
-/// "connection refused").
 /// A failed POST: [`ClientError::Unreachable`] when no connection was made
 /// (nothing was sent), else [`ClientError::Transport`].
 fn sent_or_not(err: &reqwest::Error) -> ClientError {
@@ -227,6 +281,8 @@ fn sent_or_not(err: &reqwest::Error) -> ClientError {
     }
 }
 
+/// A reqwest error in words, with its source chain (the part that says
+/// "connection refused").
 fn describe(err: &reqwest::Error) -> String {
     use std::error::Error;
     let mut text = err.to_string();
@@ -301,11 +357,16 @@ impl EventStream {
         }
     }
 
-    /// The next message; `None` when the stream ended. An event whose data
-    /// is not JSON is an error; the stream may still be read after it.
+    /// The next message; `None` when the stream ended. An event without
+    /// data is skipped (2025-11-25 servers open a stream with one that only
+    /// carries an event id, to resume from); an event whose data is not
+    /// JSON is an error, and the stream may still be read after it.
     pub async fn next_message(&mut self) -> Option<Result<Value, ClientError>> {
         loop {
             if let Some(data) = self.ready.pop_front() {
+                if data.trim().is_empty() {
+                    continue;
+                }
                 return Some(serde_json::from_str(&data).map_err(|err| {
                     ClientError::Malformed(format!(
                         "an SSE event is not JSON ({err}): {}",
@@ -462,6 +523,26 @@ mod tests {
         assert!(parser.push(b"id: 7\nretry: 10\n\n").unwrap().is_empty());
         assert!(parser.push(b"data: half").unwrap().is_empty());
         assert!(parser.finish().is_empty());
+    }
+
+    /// A 2025-11-25 server opens a stream with an event that carries only
+    /// an id (`data:` empty): skipped, the message after it read.
+    #[tokio::test]
+    async fn an_event_without_data_is_skipped() {
+        let chunks: Vec<Result<Bytes, reqwest::Error>> = vec![
+            Ok(Bytes::from_static(b"id: 0\nretry: 3000\ndata: \n\n")),
+            Ok(Bytes::from_static(
+                b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+            )),
+        ];
+        let mut stream = EventStream::new(200, None, futures_util::stream::iter(chunks));
+        let first = stream
+            .next_message()
+            .await
+            .expect("a message")
+            .expect("JSON");
+        assert_eq!(first["id"], 1);
+        assert!(stream.next_message().await.is_none());
     }
 
     #[test]

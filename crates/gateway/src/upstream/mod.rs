@@ -67,6 +67,9 @@ struct State {
     pid: Option<u32>,
     /// Connections made since the supervisor started (1 = never restarted).
     connects: u64,
+    /// Connection attempts that ended (made or failed) and connections
+    /// lost: 0 while the first attempt is under way.
+    attempts: u64,
 }
 
 impl Upstreams {
@@ -205,12 +208,13 @@ impl Upstreams {
                     "file": &*upstream.file,
                     "transport": transport,
                     "protocolVersion": state.protocol_version,
-                    "state": if up { "up" } else if state.connects == 0 { "connecting" } else { "down" },
+                    "state": if up { "up" } else if state.attempts == 0 { "connecting" } else { "down" },
                     "tools": state.tools.as_ref().map(|tools| tools.len()),
                     "lastListed": state.last_listed.and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok()).map(|d| d.as_secs()),
                     "lastError": state.problem,
                     "pid": state.pid,
                     "connects": state.connects,
+                    "attempts": state.attempts,
                 })
             })
             .collect();

@@ -68,7 +68,11 @@ pub(super) async fn run(context: Context) {
                 let ended = match list(&context, &connection).await {
                     Err(why) => Ended::Lost(why),
                     Ok(()) => {
-                        context.upstream.state().connection = Some(connection.clone());
+                        {
+                            let mut state = context.upstream.state();
+                            state.connection = Some(connection.clone());
+                            state.attempts += 1;
+                        }
                         backoff = FIRST_BACKOFF;
                         tracing::info!(upstream = %file, "connected to the MCP server and listed its tools");
                         serve(&context, &connection, &mut stop).await
@@ -88,6 +92,7 @@ pub(super) async fn run(context: Context) {
         match ended {
             Ended::Stopped => break,
             Ended::Lost(why) => {
+                context.upstream.state().attempts += 1;
                 tracing::warn!(upstream = %file, "the MCP server is unavailable: {why}; trying again in {} ms", backoff.as_millis());
                 set_problem(&context, Some(why));
             }
@@ -257,27 +262,81 @@ async fn serve_http(
     relist: Duration,
     stop: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Ended {
-    // A 2026-07-28 server announces changes on a listen stream; a server
-    // of the handshake era (or one that refuses the stream) is listed
-    // again on the interval.
-    let mut listener = match client.negotiated().await.map(|n| n.era) {
+    // A 2026-07-28 server announces changes on a listen stream, one of the
+    // handshake era on its GET stream; a server that offers neither is
+    // listed again on the interval.
+    let file = &context.upstream.file;
+    let era = client.negotiated().await.map(|n| n.era);
+    let mut listener = match era {
         Some(sezzlee_client::Era::Modern) => match client.listen(ListenOptions::default()).await {
             Ok(listener) => Some(listener),
             Err(err) => {
-                tracing::info!(upstream = %context.upstream.file, "no listen stream ({err}); listing again every {} s", relist.as_secs());
+                tracing::info!(upstream = %file, "no listen stream ({err}); listing again every {} s", relist.as_secs());
                 None
             }
         },
         _ => None,
     };
+    let mut server_stream = match era {
+        Some(sezzlee_client::Era::Legacy) => match client.server_stream().await {
+            Ok(Some(stream)) => Some(stream),
+            Ok(None) => {
+                tracing::info!(upstream = %file, "the server offers no notification stream; listing again every {} s", relist.as_secs());
+                None
+            }
+            Err(err) => {
+                tracing::info!(upstream = %file, "no notification stream ({err}); listing again every {} s", relist.as_secs());
+                None
+            }
+        },
+        _ => None,
+    };
+    // What the server says in the streams of the gateway's own requests
+    // (a tool that changed the tools, called through the gateway).
+    let mut replies = Some(client.notifications());
     loop {
+        let next_reply = async {
+            match replies.as_mut() {
+                Some(replies) => replies.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         let next_event = async {
             match listener.as_mut() {
                 Some(listener) => listener.next().await,
                 None => std::future::pending().await,
             }
         };
+        let next_message = async {
+            match server_stream.as_mut() {
+                Some(stream) => stream.next_message().await,
+                None => std::future::pending().await,
+            }
+        };
         let relist_now = tokio::select! {
+            note = next_reply => match note {
+                Ok(note) => {
+                    note.get("method").and_then(serde_json::Value::as_str)
+                        == Some(notification::TOOLS_LIST_CHANGED)
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => true,
+                Err(broadcast::error::RecvError::Closed) => {
+                    replies = None;
+                    false
+                }
+            },
+            message = next_message => match message {
+                Some(Ok(message)) => {
+                    message.get("method").and_then(serde_json::Value::as_str)
+                        == Some(notification::TOOLS_LIST_CHANGED)
+                }
+                // The stream ended or broke: the interval takes over, and
+                // a change may have been missed.
+                Some(Err(_)) | None => {
+                    server_stream = None;
+                    true
+                }
+            },
             event = next_event => match event {
                 Some(Ok(ListenEvent::Notification { method, .. })) => {
                     method == notification::TOOLS_LIST_CHANGED
