@@ -179,6 +179,8 @@ struct Hostile {
     dropped: AtomicU64,
     /// Bytes written on endless streams.
     streamed: AtomicU64,
+    /// `notifications/cancelled` received.
+    cancelled: AtomicU64,
 }
 
 /// Counts one hung request or endless stream while it lives: dropped when
@@ -221,6 +223,7 @@ impl Hostile {
             started: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             streamed: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
         });
         let app = Router::new()
             .route("/mcp", post(answer))
@@ -254,6 +257,10 @@ async fn answer(State(server): State<Arc<Hostile>>, body: Bytes) -> Response {
     };
     let Some(id) = message.get("id").cloned() else {
         // notifications/initialized, notifications/cancelled.
+        if message["method"] == "notifications/cancelled" && message["params"]["requestId"].is_i64()
+        {
+            server.cancelled.fetch_add(1, Ordering::SeqCst);
+        }
         return StatusCode::ACCEPTED.into_response();
     };
     let params = &message["params"];
@@ -1056,6 +1063,13 @@ async fn a_call_the_server_answers_after_30_s_times_out_and_other_calls_are_serv
     .await;
     assert_eq!(upstream_status(&gw, "slow.mcp.yaml").await["state"], "up");
     assert_eq!(hostile.server.calls.load(Ordering::SeqCst), 2 + quick);
+    // Each call given up was cancelled at the server, by its request id.
+    wait_for(
+        "two notifications/cancelled at the server",
+        Duration::from_secs(5),
+        async || (hostile.server.cancelled.load(Ordering::SeqCst) == 2).then_some(()),
+    )
+    .await;
 }
 
 // ------------------------------------------------------------ the cut, said in bounded words

@@ -34,7 +34,7 @@ pub use tools::{Tool, ToolList, ToolResult};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
-use sezzlee_protocol::Method;
+use sezzlee_protocol::{Method, notification};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
@@ -42,6 +42,70 @@ use transport::{Answer, Transport, preview};
 
 /// Default time allowed for one request (negotiation included).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Sends `notifications/cancelled` for a request when dropped before
+/// [`CancelOnDrop::disarm`]: the request's future was given up (its
+/// timeout passed, or whoever awaited it went away) while the server may
+/// still be working on it. Sent from a task of its own, never awaited.
+struct CancelOnDrop {
+    transport: Transport,
+    body: Value,
+    headers: Vec<(String, String)>,
+    armed: bool,
+}
+
+impl CancelOnDrop {
+    fn new(
+        client: &Client,
+        negotiated: &Negotiated,
+        id: &Value,
+        identity: &[(String, String)],
+    ) -> Self {
+        let mut params = Map::new();
+        params.insert("requestId".to_string(), id.clone());
+        params.insert(
+            "reason".to_string(),
+            json!("the client gave up waiting for the answer"),
+        );
+        let (mut body, headers) =
+            client.build(negotiated, notification::CANCELLED, params, &[], identity);
+        if let Value::Object(members) = &mut body {
+            members.remove("id");
+        }
+        CancelOnDrop {
+            transport: client.transport.clone(),
+            body,
+            headers,
+            armed: true,
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let transport = self.transport.clone();
+        let body = std::mem::take(&mut self.body);
+        let headers = std::mem::take(&mut self.headers);
+        runtime.spawn(async move {
+            let sent = tokio::time::timeout(
+                Duration::from_secs(5),
+                transport.send(&body, &headers, None),
+            )
+            .await;
+            tracing::debug!(?sent, "told the server a request was given up");
+        });
+    }
+}
 
 /// A JSON-RPC error the server answered with.
 #[derive(Debug, Clone, PartialEq)]
@@ -417,7 +481,12 @@ impl Client {
                 let (body, headers) =
                     self.build(&negotiated, method, params.clone(), extra_headers, identity);
                 let id = body.get("id").cloned().unwrap_or(Value::Null);
-                match self.transport.send(&body, &headers, Some(&id)).await? {
+                // Given up before its answer (a timeout, a caller gone): the
+                // server is told, so it can stop the work.
+                let mut cancel = CancelOnDrop::new(self, &negotiated, &id, identity);
+                let sent = self.transport.send(&body, &headers, Some(&id)).await;
+                cancel.disarm();
+                match sent? {
                     Answer::Message {
                         status, message, ..
                     } => return interpret(&message, status),

@@ -79,8 +79,6 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 const STDERR_TAIL: usize = 3;
 /// A read buffer larger than this is not kept for the next line.
 const KEPT_LINE_CAPACITY: usize = 1024 * 1024;
-/// The notification that tells the server a request was given up.
-const CANCELLED: &str = "notifications/cancelled";
 
 /// How the client speaks to the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -582,7 +580,7 @@ impl InFlight<'_> {
         if was_pending && self.cancellable && !self.inner.shared.is_closed() {
             let cancelled = json!({
                 "jsonrpc": "2.0",
-                "method": CANCELLED,
+                "method": notification::CANCELLED,
                 "params": {"requestId": self.id, "reason": reason},
             });
             queue(&self.inner.shared, &self.inner.writer, &cancelled);

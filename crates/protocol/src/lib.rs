@@ -142,6 +142,8 @@ impl std::fmt::Display for Method {
 pub mod notification {
     /// The `initialize`-era client's "ready" after the handshake.
     pub const INITIALIZED: &str = "notifications/initialized";
+    /// A request given up: the receiver may stop working on it.
+    pub const CANCELLED: &str = "notifications/cancelled";
     /// The tools changed: list them again.
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
     /// 2026-07-28: the first message of a `subscriptions/listen` stream.
