@@ -43,6 +43,7 @@ mod semantic;
 mod shaped_answers;
 mod support;
 mod traces;
+mod upstream_credentials;
 mod upstream_hostile;
 mod upstream_lifecycle;
 mod upstream_rmcp;
