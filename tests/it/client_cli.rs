@@ -147,7 +147,8 @@ async fn exit_codes_separate_success_tool_failure_and_protocol_error() {
     assert_eq!(code(&bad_arguments), 2);
     let gone = client("http://127.0.0.1:9/mcp", &["--json", "tools"]).await;
     assert_eq!(code(&gone), 2);
-    assert_eq!(json(&gone)["error"]["kind"], "transport");
+    // Nothing listens there: no connection, nothing sent.
+    assert_eq!(json(&gone)["error"]["kind"], "unreachable");
     let bad_header = client(url, &["--header", "no colon here", "tools"]).await;
     assert_eq!(code(&bad_header), 2);
 

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const STATIC: (&str, &str) = ("SEZZLEE_UPSTREAM_STATIC_5E21", "static-value-3c8a1f");
+const CLIENT_SECRET: (&str, &str) = ("SEZZLEE_UPSTREAM_CLIENT_5E22", "client-secret-8d2b4f");
 
 /// One request the server saw: its method and the headers that matter.
 #[derive(Debug, Clone)]
@@ -71,8 +72,16 @@ async fn answer(State(seen): State<Record>, headers: HeaderMap, body: Bytes) -> 
 
 async fn recorder() -> (String, Record) {
     let seen: Record = Arc::default();
+    // A token endpoint beside it: the gateway's own token for
+    // `clientCredentials`.
+    let token = || async {
+        axum::Json(
+            json!({"access_token": "svc-token-1", "token_type": "Bearer", "expires_in": 3600}),
+        )
+    };
     let app = Router::new()
         .route("/mcp", post(answer))
+        .route("/token", post(token))
         .with_state(seen.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -180,6 +189,34 @@ async fn static_headers_go_everywhere_and_the_caller_s_only_as_configured() {
         assert_eq!(
             request.authorization, None,
             "no caller, no credential: {request:?}"
+        );
+    }
+}
+
+/// With `clientCredentials` the gateway's own token lists the server (no
+/// caller is there to lend one) and goes with every call.
+#[tokio::test]
+async fn client_credentials_list_and_call_the_server() {
+    set_test_variable(CLIENT_SECRET.0, CLIENT_SECRET.1);
+    let (url, seen) = recorder().await;
+    let token_url = url.replace("/mcp", "/token");
+    let gw = gateway(
+        &url,
+        &format!(
+            "  auth: {{mode: clientCredentials, tokenUrl: \"{token_url}\", clientId: sezzlee, clientSecretEnv: {}}}\n",
+            CLIENT_SECRET.0
+        ),
+    )
+    .await;
+    let result = call_as(&gw, &[("authorization", "Bearer caller-token-1")]).await;
+    assert_eq!(result["content"][0]["text"], "ok", "{result}");
+    let all = seen.lock().unwrap().clone();
+    assert!(all.iter().any(|s| s.method == "tools/list"), "{all:?}");
+    for request in &all {
+        assert_eq!(
+            request.authorization.as_deref(),
+            Some("Bearer svc-token-1"),
+            "{request:?}"
         );
     }
 }

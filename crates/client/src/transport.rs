@@ -93,17 +93,26 @@ impl Transport {
         body: &Value,
         headers: &[(String, String)],
     ) -> Result<reqwest::RequestBuilder, ClientError> {
+        // A header given for this request replaces the identity's of the
+        // same name (a caller's Authorization over the configured one).
+        let mut identity = self.identity.clone();
+        let mut given = HeaderMap::new();
+        for (name, value) in headers {
+            let name = header_name(name)?;
+            identity.remove(&name);
+            given.append(name.clone(), header_value(name.as_str(), value)?);
+        }
         let mut request = self
             .http
             .post(&self.url)
-            .headers(self.identity.clone())
+            .headers(identity)
             .header(CONTENT_TYPE, "application/json")
             .header(
                 reqwest::header::ACCEPT,
                 "application/json, text/event-stream",
             );
-        for (name, value) in headers {
-            request = request.header(header_name(name)?, header_value(name, value)?);
+        for (name, value) in &given {
+            request = request.header(name, value);
         }
         let bytes = serde_json::to_vec(body).map_err(|err| {
             ClientError::Usage(format!("the request cannot be serialized: {err}"))

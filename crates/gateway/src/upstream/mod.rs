@@ -33,6 +33,10 @@ pub struct Upstreams {
     /// The catalogs folder (a stdio server's working folder is inside it).
     catalogs: PathBuf,
     environment: Environment,
+    /// Tokens of `backend.auth: clientCredentials` for listing (no caller:
+    /// the gateway's own credentials); `None` when no HTTP client could be
+    /// made for the token endpoint.
+    credentials: Option<Arc<crate::backend::credentials::Credentials>>,
     /// Where supervisors are spawned (captured where the gateway runs, so
     /// a rescan on a blocking thread can start one).
     runtime: Option<tokio::runtime::Handle>,
@@ -75,6 +79,9 @@ struct State {
 impl Upstreams {
     pub fn new(catalogs: PathBuf, environment: Environment) -> Upstreams {
         Upstreams {
+            credentials: crate::backend::credentials::Credentials::new(environment.clone())
+                .ok()
+                .map(Arc::new),
             catalogs,
             environment,
             runtime: tokio::runtime::Handle::try_current().ok(),
@@ -125,6 +132,7 @@ impl Upstreams {
                 upstream,
                 catalogs: self.catalogs.clone(),
                 environment: self.environment.clone(),
+                credentials: self.credentials.clone(),
                 changed: self.changed.clone(),
             };
             runtime.spawn(supervisor::run(context));

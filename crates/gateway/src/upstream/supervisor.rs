@@ -10,6 +10,8 @@
 
 use super::{Connection, Upstream};
 use crate::environment::Environment;
+use crate::visibility::Caller;
+use sezzlee_catalog::sidecar::BackendAuthMode;
 use sezzlee_catalog::upstream::{DEFAULT_RELIST_SECONDS, EraChoice, Transport};
 use sezzlee_client::listen::ListenOptions;
 use sezzlee_client::{
@@ -34,6 +36,7 @@ pub(super) struct Context {
     pub upstream: Arc<Upstream>,
     pub catalogs: PathBuf,
     pub environment: Environment,
+    pub credentials: Option<Arc<crate::backend::credentials::Credentials>>,
     /// Woken when the listing (or the problem) changed.
     pub changed: Arc<Notify>,
 }
@@ -126,6 +129,27 @@ async fn connect(context: &Context) -> Result<(Connection, Option<String>, Optio
                 let value = crate::backend::expand_env(value, None, &context.environment)
                     .map_err(|unset| format!("header {name}: {unset}"))?;
                 config = config.header(name.clone(), value);
+            }
+            // Listing has no caller: with `clientCredentials` the gateway's
+            // own token goes on every request (a call's own credential,
+            // if any, replaces it on that call).
+            if let Some(auth) = spec
+                .backend
+                .auth
+                .as_ref()
+                .filter(|auth| auth.mode == BackendAuthMode::ClientCredentials)
+            {
+                let credentials = context
+                    .credentials
+                    .as_ref()
+                    .ok_or("no HTTP client for the token endpoint could be made")?;
+                let value = credentials
+                    .authorization(Some(auth), false, &Caller::anonymous())
+                    .await
+                    .map_err(|why| format!("no token to list the server with: {}", why.message))?;
+                if let Some(value) = value {
+                    config = config.header("Authorization", value);
+                }
             }
             let client = Client::new(config).map_err(|err| err.to_string())?;
             let negotiated = client.connect().await.map_err(|err| err.to_string())?;
