@@ -429,3 +429,41 @@ async fn a_server_that_cannot_be_reached_is_down_with_the_reason() {
         "{entry}"
     );
 }
+
+/// A caller who hangs up before the answer cancels the upstream call: the
+/// request's future is dropped, and the server is sent
+/// `notifications/cancelled` for it (the fixture counts them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_who_hangs_up_cancels_the_upstream_call() {
+    python3_or_skip!();
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let marker = marker("hangup");
+    let (gw, _reloader, _dir) = live_gateway(&[("local.mcp.yaml", local_file(&marker, ""))]).await;
+    up_again(&gw, None, "slow").await;
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let body = modern_request(
+        7,
+        "tools/call",
+        json!({"name": "invoke_tool", "arguments": {"name": "slow", "arguments": {"seconds": 10}}}),
+    );
+    let hung_up = modern_post(&impatient, &gw.url, &body).send().await;
+    assert!(hung_up.is_err(), "the slow call answered within 500 ms");
+    let counted = wait_for(
+        "the server told of the cancellation",
+        Duration::from_secs(5),
+        async || {
+            let result = invoke(&gw, "cancelled_count", json!({})).await;
+            let count = result["structuredContent"]["count"].as_u64()?;
+            (count == 1).then_some(result)
+        },
+    )
+    .await;
+    assert_eq!(
+        counted["structuredContent"]["cancelled"][0]["reason"],
+        "the client no longer waits for the answer",
+        "{counted}"
+    );
+}

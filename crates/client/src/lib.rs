@@ -43,10 +43,11 @@ use transport::{Answer, Transport, preview};
 /// Default time allowed for one request (negotiation included).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Sends `notifications/cancelled` for a request when dropped before
-/// [`CancelOnDrop::disarm`]: the request's future was given up (its
-/// timeout passed, or whoever awaited it went away) while the server may
-/// still be working on it. Sent from a task of its own, never awaited.
+/// Sends `notifications/cancelled` for a request of the `initialize` era
+/// when dropped before [`CancelOnDrop::disarm`]: the request's future was
+/// given up (its timeout passed, or whoever awaited it went away) while the
+/// server may still be working on it (in that era a dropped connection is
+/// not a cancellation). Sent from a task of its own, never awaited.
 struct CancelOnDrop {
     transport: Transport,
     body: Value,
@@ -482,10 +483,15 @@ impl Client {
                     self.build(&negotiated, method, params.clone(), extra_headers, identity);
                 let id = body.get("id").cloned().unwrap_or(Value::Null);
                 // Given up before its answer (a timeout, a caller gone): the
-                // server is told, so it can stop the work.
-                let mut cancel = CancelOnDrop::new(self, &negotiated, &id, identity);
+                // server is told, so it can stop the work. At 2026-07-28 the
+                // response stream closing (the future dropped) is itself the
+                // cancellation; the `initialize` era sends a notification.
+                let mut cancel = (negotiated.era == Era::Legacy)
+                    .then(|| CancelOnDrop::new(self, &negotiated, &id, identity));
                 let sent = self.transport.send(&body, &headers, Some(&id)).await;
-                cancel.disarm();
+                if let Some(cancel) = &mut cancel {
+                    cancel.disarm();
+                }
                 match sent? {
                     Answer::Message {
                         status, message, ..
