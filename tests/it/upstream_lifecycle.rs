@@ -61,19 +61,22 @@ fn local_file(marker: &str, extra: &str) -> String {
     )
 }
 
+/// Every process of the machine: its pid and its `/proc` folder.
+fn processes() -> impl Iterator<Item = (u32, std::path::PathBuf)> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((pid, entry.path()))
+        })
+}
+
 /// The live processes whose command line holds `marker`.
 fn processes_with(marker: &str) -> Vec<u32> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc") {
-        let Ok(entry) = entry else { continue };
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(command) = std::fs::read(entry.path().join("cmdline")) else {
+    for (pid, folder) in processes() {
+        let Ok(command) = std::fs::read(folder.join("cmdline")) else {
             continue;
         };
         if command
@@ -90,16 +93,8 @@ fn processes_with(marker: &str) -> Vec<u32> {
 fn zombie_children() -> Vec<u32> {
     let me = std::process::id();
     let mut zombies = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc") {
-        let Ok(entry) = entry else { continue };
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+    for (pid, folder) in processes() {
+        let Ok(stat) = std::fs::read_to_string(folder.join("stat")) else {
             continue;
         };
         // pid (comm) state ppid …: the command may hold spaces, not ')'.

@@ -263,6 +263,31 @@ pub fn unknown_tool(name: &str) -> ToolAnswer {
     )
 }
 
+/// `backend_unavailable`: the call failed to reach `peer` (`"backend"`,
+/// `"MCP server"`), or the connection broke after it was sent
+/// (`maybe_reached`); `detail` is quoted bounded, `later` says what
+/// waiting achieves.
+pub fn unavailable(peer: &str, detail: &str, maybe_reached: bool, later: &str) -> ToolAnswer {
+    let detail = quoted_up_to(detail, UNAVAILABLE_DETAIL_CHARS);
+    ToolAnswer::fail(
+        Code::BackendUnavailable,
+        if maybe_reached {
+            format!(
+                "The connection to the {peer} broke after the call was sent ({detail}); it may have reached the {peer}. Retry only if the call is safe to repeat."
+            )
+        } else {
+            format!(
+                "The {peer} could not be reached ({detail}); the call did not reach it. {later}"
+            )
+        },
+        Retry::MayHelp,
+        Map::from_iter([("mayHaveReachedBackend".to_string(), json!(maybe_reached))]),
+    )
+}
+
+/// Characters of a failure's cause an `unavailable` answer quotes.
+const UNAVAILABLE_DETAIL_CHARS: usize = 300;
+
 /// `invalid_type`: an argument arrived as the wrong kind of JSON value.
 pub fn invalid_type(argument: &str, expected: &str, got: &Value) -> ToolAnswer {
     ToolAnswer::fail(

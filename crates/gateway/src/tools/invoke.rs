@@ -9,7 +9,9 @@
 
 use super::Context;
 use super::backend_answer;
-use super::envelope::{Code, Retry, ToolAnswer, invalid_type, quoted, quoted_up_to, unknown_tool};
+use super::envelope::{
+    self, Code, Retry, ToolAnswer, invalid_type, quoted, quoted_up_to, unknown_tool,
+};
 use super::load::find_visible;
 use crate::backend::request::{self, Problem};
 use crate::backend::response::BackendResponse;
@@ -367,28 +369,12 @@ async fn call_http(
     access_log(tool, &operation.method, host, &result, elapsed);
     match result {
         Ok(response) => backend_answer::answer(response, context.budget, tool, &arguments),
+        // The cause chain of a client library: bounded like any text an
+        // answer quotes.
         Err(Failure::Unavailable {
             detail,
             maybe_reached,
-        }) => {
-            // The cause chain of a client library: bounded like any text an
-            // answer quotes.
-            let detail = quoted_up_to(&detail, MAX_PROBLEM_CHARS);
-            ToolAnswer::fail(
-                Code::BackendUnavailable,
-                if maybe_reached {
-                    format!(
-                        "The connection to the backend failed after the request was sent ({detail}); it may have reached the backend. Retry only if the operation is safe to repeat."
-                    )
-                } else {
-                    format!(
-                        "The backend could not be reached ({detail}); the request did not reach it. Retry later."
-                    )
-                },
-                Retry::MayHelp,
-                Map::from_iter([("mayHaveReachedBackend".to_string(), json!(maybe_reached))]),
-            )
-        }
+        }) => envelope::unavailable("backend", &detail, maybe_reached, "Retry later."),
         Err(Failure::UnknownHost) => ToolAnswer::fail(
             Code::BackendUnavailable,
             format!(

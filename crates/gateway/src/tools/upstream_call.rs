@@ -8,7 +8,7 @@
 //! content like any large answer, and says what was cut.
 
 use super::Context;
-use super::envelope::{Blocks, Code, Retry, ToolAnswer, quoted_up_to};
+use super::envelope::{self, Blocks, Code, Retry, ToolAnswer, quoted_up_to};
 use super::invoke::{authorization_for, caller_headers};
 use super::shape;
 use crate::backend::DEFAULT_TIMEOUT;
@@ -106,20 +106,11 @@ pub async fn call(
 }
 
 fn unavailable(reason: String, maybe_reached: bool) -> ToolAnswer {
-    let reason = quoted_up_to(&reason, MAX_REASON_CHARS);
-    ToolAnswer::fail(
-        Code::BackendUnavailable,
-        if maybe_reached {
-            format!(
-                "The connection to the MCP server broke after the call was sent ({reason}); it may have reached the server. Retry only if the tool is safe to repeat."
-            )
-        } else {
-            format!(
-                "The MCP server behind this tool is not available ({reason}); the call did not reach it. Retry later: the gateway reconnects on its own."
-            )
-        },
-        Retry::MayHelp,
-        Map::from_iter([("mayHaveReachedBackend".to_string(), json!(maybe_reached))]),
+    envelope::unavailable(
+        "MCP server",
+        &reason,
+        maybe_reached,
+        "Retry later: the gateway reconnects on its own.",
     )
 }
 
