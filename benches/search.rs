@@ -180,6 +180,7 @@ fn main() {
         std::path::PathBuf::new(),
         Environment::process(),
     );
+    let limits = sezzlee_gateway::limits::Limits::new(Default::default());
     let context = Context {
         snapshot: &served,
         caller: &caller,
@@ -188,6 +189,7 @@ fn main() {
         self_url: None,
         metrics: &metrics,
         upstreams: &upstreams,
+        limits: &limits,
     };
     assert!(
         caller.sees_everything(served.per_tool.has_policy()),

@@ -31,6 +31,7 @@ mod identity_provider;
 mod incremental;
 mod instances;
 mod invoke_tool;
+mod limits;
 mod live_reload;
 mod mcp_endpoint;
 mod mcp_request;

@@ -16,12 +16,15 @@ pub enum Code {
     BackendTimeout,
     /// No credential could be had for the backend (`backend.auth`).
     BackendCredentials,
+    /// A limit refused the call (`[limits]`, or the backend's own
+    /// `Retry-After` or breaker); nothing was sent.
+    RateLimited,
     InternalError,
 }
 
 impl Code {
     /// Every code, in a fixed order (metrics count by it).
-    pub const ALL: [Code; 10] = [
+    pub const ALL: [Code; 11] = [
         Code::InvalidType,
         Code::InvalidArguments,
         Code::UnknownTool,
@@ -31,6 +34,7 @@ impl Code {
         Code::BackendUnavailable,
         Code::BackendTimeout,
         Code::BackendCredentials,
+        Code::RateLimited,
         Code::InternalError,
     ];
 
@@ -45,6 +49,7 @@ impl Code {
             Code::BackendUnavailable => "backend_unavailable",
             Code::BackendTimeout => "backend_timeout",
             Code::BackendCredentials => "backend_credentials",
+            Code::RateLimited => "rate_limited",
             Code::InternalError => "internal_error",
         }
     }

@@ -71,6 +71,8 @@ pub struct Gateway {
     /// Connections open now (the server counts them; at
     /// `max_connections` it accepts no more until one closes).
     pub connections: watch::Sender<usize>,
+    /// Rates per caller, and what spares struggling backends.
+    pub limits: crate::limits::Limits,
     /// The upstream MCP servers the catalogs folder names, supervised.
     pub upstreams: Arc<crate::upstream::Upstreams>,
 }
@@ -169,6 +171,7 @@ impl Gateway {
                     .with_search_cache(settings.search_cache_bytes),
             )),
             embedder: search_model,
+            limits: crate::limits::Limits::new(settings.limits.clone()),
             upstreams: Arc::new(crate::upstream::Upstreams::new(
                 settings.catalogs.clone(),
                 settings.environment.clone(),

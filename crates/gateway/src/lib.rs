@@ -15,6 +15,7 @@ pub mod environment;
 pub mod failure_code;
 pub mod gateway;
 pub mod jsonrpc;
+pub mod limits;
 pub mod mcp;
 pub mod metrics;
 pub mod open_files;

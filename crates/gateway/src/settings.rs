@@ -102,6 +102,113 @@ pub struct Settings {
     pub demo_backend: DemoBackend,
     /// Identity verification; `None`: everything is public.
     pub auth: Option<AuthSettings>,
+    /// Rates per caller and what protects backends (`[limits]`).
+    pub limits: LimitsSettings,
+}
+
+/// `[limits]`: how often each caller may call, and how struggling
+/// backends are spared (the gateway's `limits` module). Rates per caller
+/// apply only where the operator sets them: without `[auth]` every caller
+/// is the one anonymous caller, and a rate nobody chose would throttle all
+/// of them together. A backend's own `Retry-After` is always honoured;
+/// the circuit breaker is off until `breaker_failures` is set.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsSettings {
+    /// `invoke_tool` calls a minute per caller (at least 1; unset: no
+    /// limit).
+    pub invoke_per_minute: Option<u32>,
+    /// `search_tools` and `load_tool` calls a minute per caller (at least
+    /// 1; unset: no limit).
+    pub search_per_minute: Option<u32>,
+    /// Seconds' worth of calls a caller may make at once (at least 1).
+    pub burst_seconds: u32,
+    /// Anonymous callers are told apart by their address (only when the
+    /// address is the caller's, not a proxy's); else they share one
+    /// allowance.
+    pub per_address: bool,
+    /// Other rates for some callers, by a scope they hold or their subject
+    /// (a JWT's or an API key's); the first group that matches and sets a
+    /// rate gives it.
+    pub groups: Vec<LimitGroup>,
+    /// Connection failures, time-outs or `5xx` in a row that open a
+    /// backend's circuit breaker (0, the default: never).
+    pub breaker_failures: u32,
+    /// How long an open breaker refuses calls before one probe goes.
+    pub breaker_cooldown_ms: u64,
+}
+
+impl Default for LimitsSettings {
+    fn default() -> Self {
+        LimitsSettings {
+            invoke_per_minute: None,
+            search_per_minute: None,
+            burst_seconds: 10,
+            per_address: false,
+            groups: Vec::new(),
+            breaker_failures: 0,
+            breaker_cooldown_ms: 30_000,
+        }
+    }
+}
+
+/// `[[limits.groups]]`: callers with other rates.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LimitGroup {
+    /// Callers whose verified credential carries this scope.
+    pub scope: Option<String>,
+    /// The caller with this subject (a JWT's `sub` or an API key's).
+    pub subject: Option<String>,
+    pub invoke_per_minute: Option<u32>,
+    pub search_per_minute: Option<u32>,
+}
+
+impl LimitsSettings {
+    /// Refuses what cannot be meant, naming the setting.
+    fn check(&self) -> Result<(), ConfigError> {
+        let at_least_one = |setting: &'static str, value: u32| {
+            if value == 0 {
+                Err(ConfigError::Value {
+                    setting,
+                    message: format!("{setting} must be at least 1 (0 would refuse every call)"),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        if let Some(rate) = self.invoke_per_minute {
+            at_least_one("limits.invoke_per_minute", rate)?;
+        }
+        if let Some(rate) = self.search_per_minute {
+            at_least_one("limits.search_per_minute", rate)?;
+        }
+        at_least_one("limits.burst_seconds", self.burst_seconds)?;
+        if self.breaker_cooldown_ms == 0 {
+            return Err(ConfigError::Value {
+                setting: "limits.breaker_cooldown_ms",
+                message: "limits.breaker_cooldown_ms must be at least 1".to_string(),
+            });
+        }
+        for group in &self.groups {
+            if group.scope.is_some() == group.subject.is_some() {
+                return Err(ConfigError::Value {
+                    setting: "limits.groups",
+                    message: "each [[limits.groups]] names exactly one of scope and subject"
+                        .to_string(),
+                });
+            }
+            for (setting, value) in [
+                ("limits.groups.invoke_per_minute", group.invoke_per_minute),
+                ("limits.groups.search_per_minute", group.search_per_minute),
+            ] {
+                if let Some(value) = value {
+                    at_least_one(setting, value)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `[auth]`: how callers are identified. Only names of environment
@@ -283,6 +390,7 @@ impl Default for Settings {
             header_read_timeout: Duration::from_secs(30),
             demo_backend: DemoBackend::Auto,
             auth: None,
+            limits: LimitsSettings::default(),
         }
     }
 }
@@ -319,6 +427,7 @@ pub struct FileSettings {
     pub max_connections: Option<usize>,
     pub demo_backend: Option<DemoBackend>,
     pub auth: Option<AuthSettings>,
+    pub limits: Option<LimitsSettings>,
 }
 
 /// Values given on the command line or in the environment (clap reads
@@ -490,6 +599,10 @@ impl Settings {
             s.demo_backend = v;
         }
         s.auth = file.auth;
+        if let Some(limits) = file.limits {
+            limits.check()?;
+            s.limits = limits;
+        }
         let file_has_jwt = s.auth.as_ref().is_some_and(|auth| auth.jwt.is_some());
         if let Some(jwt) = jwt_from_env(file_has_jwt)? {
             s.auth.get_or_insert_with(AuthSettings::default).jwt = Some(jwt);

@@ -136,6 +136,7 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
             "tools": catalog.tools().len(),
             "documents": documents,
             "upstreams": gateway.upstreams.status(),
+            "limits": gateway.limits.status(),
             "errors": catalog.errors(),
             "warnings": catalog.warnings(),
             "diagnostics": catalog.diagnostics,
@@ -328,6 +329,7 @@ pub async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
         }
     }
     gateway.metrics.write(&mut out);
+    gateway.limits.write_metrics(&mut out);
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

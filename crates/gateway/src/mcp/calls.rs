@@ -64,6 +64,7 @@ pub async fn tools_call(
         self_url: gateway.self_url.get().map(String::as_str),
         metrics: &gateway.metrics,
         upstreams: &gateway.upstreams,
+        limits: &gateway.limits,
     };
     let answer = tools::call(&context, tool, arguments).await;
     Ok(call_tool_result(answer))

@@ -285,6 +285,42 @@ pub fn unavailable(peer: &str, detail: &str, maybe_reached: bool, later: &str) -
     )
 }
 
+/// `rate_limited`: a limit refused the call before anything was sent;
+/// when to call again and what else the caller can do.
+pub fn rate_limited(limited: &crate::limits::Limited) -> ToolAnswer {
+    use crate::limits::Limit;
+    let retry_after_ms = u64::try_from(limited.retry_after.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    let message = match (limited.limit, limited.per_minute) {
+        (Limit::SearchPerMinute, Some(rate)) => format!(
+            "This caller made more than its {rate} search_tools and load_tool calls a minute. Wait {retry_after_ms} ms and call again; fewer, broader searches (a larger limit, filters) need fewer calls."
+        ),
+        (Limit::InvokePerMinute, Some(rate)) => format!(
+            "This caller made more than its {rate} invoke_tool calls a minute; nothing was sent to the backend. Wait {retry_after_ms} ms and call again, and space the calls out."
+        ),
+        (Limit::BackendRetryAfter, _) => format!(
+            "The backend asked to be left alone for a while (Retry-After); nothing was sent to it. Wait {retry_after_ms} ms and call again."
+        ),
+        (Limit::BackendBreaker, _) => format!(
+            "The backend failed several calls in a row, so calls to it are paused; nothing was sent to it. Wait {retry_after_ms} ms: one call then checks whether it is back."
+        ),
+        (_, None) => format!(
+            "A limit refused the call; nothing was sent. Wait {retry_after_ms} ms and call again."
+        ),
+    };
+    ToolAnswer::fail(
+        Code::RateLimited,
+        message,
+        Retry::MayHelp,
+        Map::from_iter([
+            ("retryAfterMs".to_string(), json!(retry_after_ms)),
+            ("limit".to_string(), json!(limited.limit.as_str())),
+            ("mayHaveReachedBackend".to_string(), json!(false)),
+        ]),
+    )
+}
+
 /// Characters of a failure's cause an `unavailable` answer quotes.
 const UNAVAILABLE_DETAIL_CHARS: usize = 300;
 

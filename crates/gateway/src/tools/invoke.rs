@@ -349,6 +349,10 @@ async fn call_http(
             .retain(|(existing, _)| !existing.eq_ignore_ascii_case(&name));
         outgoing.headers.push((name, value));
     }
+    let host = crate::backend::host_of(&base_url);
+    if let Err(limited) = context.limits.backend(host) {
+        return envelope::rate_limited(&limited);
+    }
     let started = std::time::Instant::now();
     let result = {
         use tracing::Instrument;
@@ -359,12 +363,21 @@ async fn call_http(
             .await
     };
     let elapsed = started.elapsed();
+    context.limits.backend_answered(
+        host,
+        match &result {
+            Ok(response) => crate::limits::outcome_of(
+                Some(response.status),
+                response.headers.get("retry-after").and_then(Value::as_str),
+            ),
+            Err(_) => crate::limits::outcome_of(None, None),
+        },
+    );
     let outcome = match &result {
         Ok(response) => BackendOutcome::Status(response.status),
         Err(Failure::Unavailable { .. } | Failure::UnknownHost) => BackendOutcome::Unavailable,
         Err(Failure::Timeout { .. }) => BackendOutcome::Timeout,
     };
-    let host = crate::backend::host_of(&base_url);
     context.metrics.backend_call(host, outcome, elapsed);
     access_log(tool, &operation.method, host, &result, elapsed);
     match result {

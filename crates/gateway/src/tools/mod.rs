@@ -74,6 +74,8 @@ pub struct Context<'a> {
     pub metrics: &'a crate::metrics::Metrics,
     /// The upstream MCP servers, for calls of their tools.
     pub upstreams: &'a crate::upstream::Upstreams,
+    /// Rates per caller and backend guards.
+    pub limits: &'a crate::limits::Limits,
 }
 
 /// Runs one of the three tools, in a span of its name (a child of the
@@ -86,6 +88,17 @@ pub async fn call(context: &Context<'_>, tool: ToolName, arguments: &Value) -> T
         ToolName::LoadTool => 1,
         ToolName::InvokeTool => 2,
     };
+    let kind = match tool {
+        ToolName::SearchTools | ToolName::LoadTool => crate::limits::Kind::Search,
+        ToolName::InvokeTool => crate::limits::Kind::Invoke,
+    };
+    if let Err(limited) = context.limits.caller(context.caller, kind) {
+        let answer = envelope::rate_limited(&limited);
+        context
+            .metrics
+            .tool_call(index, answer.code(), started.elapsed());
+        return answer;
+    }
     let answer = match tool {
         ToolName::SearchTools => {
             tracing::info_span!("search_tools").in_scope(|| search::run(context, arguments))

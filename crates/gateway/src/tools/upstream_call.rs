@@ -53,6 +53,9 @@ pub async fn call(
     // The trace goes on to an HTTP server (a process over stdio has no
     // headers).
     headers.extend(crate::telemetry::outgoing(&span, &context.caller.headers));
+    if let Err(limited) = context.limits.backend(&upstream.file) {
+        return envelope::rate_limited(&limited);
+    }
     let started = std::time::Instant::now();
     let result = {
         use tracing::Instrument;
@@ -69,6 +72,14 @@ pub async fn call(
             .await
     };
     let elapsed = started.elapsed();
+    context.limits.backend_answered(
+        &upstream.file,
+        match &result {
+            // A JSON-RPC error is an answer: the server is up.
+            Ok(_) | Err(CallFailure::Refused(_)) => crate::limits::outcome_of(Some(200), None),
+            Err(_) => crate::limits::outcome_of(None, None),
+        },
+    );
     let outcome = match &result {
         Ok(_) => BackendOutcome::Status(200),
         Err(CallFailure::Timeout(_)) => BackendOutcome::Timeout,

@@ -1,0 +1,252 @@
+//! What stands between calls and a backend that is struggling, per backend
+//! (an API's host, or an upstream MCP server's file): its own `Retry-After`
+//! (a `429` or `503` that names a time is honoured: calls are refused
+//! locally until then) and a circuit breaker (after `failures` connection
+//! failures, time-outs or `5xx` in a row, calls are refused for the
+//! cool-down; then one probe call is let through, and its outcome closes
+//! the breaker or opens it again). A refused call sends nothing. Pure but
+//! for the lock: the caller gives the time.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How a call to a backend ended, as the guard counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// An answer that is not a failure of the backend (`2xx`–`4xx`).
+    Answered,
+    /// No connection, a time-out, or a `5xx`.
+    Failed,
+    /// The backend asked to be left alone for this long (`Retry-After` on
+    /// a `429` or `503`); a `503` also counts as [`Outcome::Failed`].
+    RetryAfter { wait: Duration, failed: bool },
+}
+
+/// Why a call was refused before anything was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The backend's own `Retry-After` has not passed.
+    RetryAfter(Duration),
+    /// The breaker is open; it lets a probe through after this long.
+    BreakerOpen(Duration),
+}
+
+/// The breaker's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Breaker {
+    /// Failures in a row that open it (0: never).
+    pub failures: u32,
+    pub cooldown: Duration,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    failures_in_a_row: u32,
+    open_until: Option<Instant>,
+    /// When the breaker let one probe through, waiting for its outcome (a
+    /// probe whose caller went away never reports: after a cool-down it
+    /// is presumed lost and another goes).
+    probing: Option<Instant>,
+    retry_after_until: Option<Instant>,
+}
+
+/// The state of each backend.
+#[derive(Default)]
+pub struct BackendGuard {
+    backends: Mutex<HashMap<String, State>>,
+}
+
+/// Backends tracked at most (the rest share one state).
+const MAX_BACKENDS: usize = 4096;
+/// Where backends past [`MAX_BACKENDS`] are tracked.
+const OTHER_BACKEND: &str = "(other)";
+
+/// A breaker's state, for `/status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerView {
+    pub backend: String,
+    /// `closed`, `open`, or `half_open` (a probe is out).
+    pub state: &'static str,
+    pub failures_in_a_row: u32,
+}
+
+impl BackendGuard {
+    /// Whether a call to `backend` may go at `now`. A call let through
+    /// must be followed by [`BackendGuard::after`].
+    pub fn before(&self, backend: &str, breaker: Breaker, now: Instant) -> Result<(), Refusal> {
+        let mut backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
+        let state = state_of(&mut backends, backend);
+        if let Some(until) = state.retry_after_until {
+            if until > now {
+                return Err(Refusal::RetryAfter(until - now));
+            }
+            state.retry_after_until = None;
+        }
+        if let Some(until) = state.open_until {
+            if until > now {
+                return Err(Refusal::BreakerOpen(until - now));
+            }
+            if let Some(sent) = state.probing
+                && now < sent + breaker.cooldown
+            {
+                // One probe at a time: the others wait for it.
+                return Err(Refusal::BreakerOpen(sent + breaker.cooldown - now));
+            }
+            state.probing = Some(now);
+        }
+        Ok(())
+    }
+
+    /// Records how a call let through by [`BackendGuard::before`] ended.
+    pub fn after(&self, backend: &str, outcome: Outcome, breaker: Breaker, now: Instant) {
+        let mut backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
+        let state = state_of(&mut backends, backend);
+        let failed = match outcome {
+            Outcome::Answered => false,
+            Outcome::Failed => true,
+            Outcome::RetryAfter { wait, failed } => {
+                let until = now + wait;
+                state.retry_after_until =
+                    Some(state.retry_after_until.map_or(until, |u| u.max(until)));
+                failed
+            }
+        };
+        let probe = state.probing.take().is_some();
+        if !failed {
+            state.failures_in_a_row = 0;
+            state.open_until = None;
+            return;
+        }
+        state.failures_in_a_row = state.failures_in_a_row.saturating_add(1);
+        let trips = breaker.failures > 0 && state.failures_in_a_row >= breaker.failures;
+        if probe || trips {
+            state.open_until = Some(now + breaker.cooldown);
+        }
+    }
+
+    /// Every backend whose breaker is not simply closed, for `/status`.
+    pub fn views(&self, now: Instant) -> Vec<BreakerView> {
+        let backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
+        let mut views: Vec<BreakerView> = backends
+            .iter()
+            .filter(|(_, state)| state.failures_in_a_row > 0 || state.open_until.is_some())
+            .map(|(backend, state)| BreakerView {
+                backend: backend.clone(),
+                state: match state.open_until {
+                    Some(_) if state.probing.is_some() => "half_open",
+                    Some(until) if until > now => "open",
+                    Some(_) => "half_open",
+                    None => "closed",
+                },
+                failures_in_a_row: state.failures_in_a_row,
+            })
+            .collect();
+        views.sort_by(|a, b| a.backend.cmp(&b.backend));
+        views
+    }
+}
+
+fn state_of<'s>(backends: &'s mut HashMap<String, State>, backend: &str) -> &'s mut State {
+    let key = if backends.contains_key(backend) || backends.len() < MAX_BACKENDS {
+        backend
+    } else {
+        OTHER_BACKEND
+    };
+    backends.entry(key.to_string()).or_default()
+}
+
+/// A `Retry-After` value: seconds, or an HTTP date; `None` when it is
+/// neither, or already past.
+pub fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds.min(24 * 3600)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    at.duration_since(now)
+        .ok()
+        .map(|wait| wait.min(Duration::from_secs(24 * 3600)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BREAKER: Breaker = Breaker {
+        failures: 3,
+        cooldown: Duration::from_secs(10),
+    };
+
+    #[test]
+    fn the_breaker_opens_after_failures_in_a_row_then_one_probe_decides() {
+        let guard = BackendGuard::default();
+        let t0 = Instant::now();
+        for _ in 0..2 {
+            assert_eq!(guard.before("api", BREAKER, t0), Ok(()));
+            guard.after("api", Outcome::Failed, BREAKER, t0);
+        }
+        // A success in between starts the count again.
+        guard.after("api", Outcome::Answered, BREAKER, t0);
+        for _ in 0..3 {
+            assert_eq!(guard.before("api", BREAKER, t0), Ok(()));
+            guard.after("api", Outcome::Failed, BREAKER, t0);
+        }
+        assert_eq!(
+            guard.before("api", BREAKER, t0 + Duration::from_secs(4)),
+            Err(Refusal::BreakerOpen(Duration::from_secs(6)))
+        );
+        assert_eq!(guard.views(t0)[0].state, "open");
+        // Other backends are not held.
+        assert_eq!(guard.before("other", BREAKER, t0), Ok(()));
+        // After the cool-down, one probe; the next waits.
+        let t1 = t0 + Duration::from_secs(10);
+        assert_eq!(guard.before("api", BREAKER, t1), Ok(()));
+        assert!(guard.before("api", BREAKER, t1).is_err());
+        // The probe fails: open again for a cool-down.
+        guard.after("api", Outcome::Failed, BREAKER, t1);
+        assert!(
+            guard
+                .before("api", BREAKER, t1 + Duration::from_secs(9))
+                .is_err()
+        );
+        // The next probe succeeds: closed.
+        let t2 = t1 + Duration::from_secs(10);
+        assert_eq!(guard.before("api", BREAKER, t2), Ok(()));
+        guard.after("api", Outcome::Answered, BREAKER, t2);
+        assert_eq!(guard.before("api", BREAKER, t2), Ok(()));
+        assert!(guard.views(t2).is_empty());
+    }
+
+    #[test]
+    fn a_retry_after_is_honoured_until_it_passes() {
+        let guard = BackendGuard::default();
+        let t0 = Instant::now();
+        let wait = Duration::from_secs(2);
+        guard.after(
+            "api",
+            Outcome::RetryAfter {
+                wait,
+                failed: false,
+            },
+            BREAKER,
+            t0,
+        );
+        assert_eq!(
+            guard.before("api", BREAKER, t0 + Duration::from_secs(1)),
+            Err(Refusal::RetryAfter(Duration::from_secs(1)))
+        );
+        assert_eq!(guard.before("api", BREAKER, t0 + wait), Ok(()));
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates() {
+        let now = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        assert_eq!(retry_after("2", now), Some(Duration::from_secs(2)));
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(30));
+        assert_eq!(retry_after(&date, now), Some(Duration::from_secs(30)));
+        assert_eq!(retry_after("soon", now), None);
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
+        assert_eq!(retry_after(&past, now), None);
+    }
+}

@@ -1,0 +1,315 @@
+//! Limits between callers and backends (`[limits]`, docs/contract.md §7.2):
+//! a rate per caller for `search_tools`/`load_tool` and another for
+//! `invoke_tool` ([`gcra`]), so one runaway agent cannot take the gateway
+//! or a backend's quota from everyone else; and per backend, its own
+//! `Retry-After` honoured and a circuit breaker ([`backend_guard`]), so a
+//! backend that is down is not hammered by every retry. A limited call
+//! answers `rate_limited` and sends nothing.
+//!
+//! Limits are kept in this process (each replica enforces its own).
+
+pub mod backend_guard;
+pub mod gcra;
+
+use crate::settings::LimitsSettings;
+use crate::visibility::Caller;
+use backend_guard::{BackendGuard, Breaker, Outcome, Refusal};
+use gcra::{Cells, Rate};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Which allowance a call spends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `search_tools` and `load_tool`.
+    Search,
+    Invoke,
+}
+
+/// Which limit refused a call: the envelope's `limit`, and a metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    SearchPerMinute,
+    InvokePerMinute,
+    /// The backend's own `Retry-After`.
+    BackendRetryAfter,
+    /// The backend's circuit breaker is open.
+    BackendBreaker,
+}
+
+impl Limit {
+    const ALL: [Limit; 4] = [
+        Limit::SearchPerMinute,
+        Limit::InvokePerMinute,
+        Limit::BackendRetryAfter,
+        Limit::BackendBreaker,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::SearchPerMinute => "search_per_minute",
+            Limit::InvokePerMinute => "invoke_per_minute",
+            Limit::BackendRetryAfter => "backend_retry_after",
+            Limit::BackendBreaker => "backend_breaker",
+        }
+    }
+}
+
+/// What a caller's calls count against, by kind (never the credential).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// A verified JWT's subject, or an API key's.
+    Subject,
+    /// An anonymous caller's address (`per_address`).
+    Address,
+    /// Every anonymous caller together.
+    Anonymous,
+    /// A backend.
+    Backend,
+}
+
+impl KeyKind {
+    const ALL: [KeyKind; 4] = [
+        KeyKind::Subject,
+        KeyKind::Address,
+        KeyKind::Anonymous,
+        KeyKind::Backend,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyKind::Subject => "subject",
+            KeyKind::Address => "address",
+            KeyKind::Anonymous => "anonymous",
+            KeyKind::Backend => "backend",
+        }
+    }
+}
+
+/// A refused call: which limit, whose, and when to try again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limited {
+    pub limit: Limit,
+    pub key: KeyKind,
+    pub retry_after: Duration,
+    /// The rate a caller was held to (calls a minute), for the message.
+    pub per_minute: Option<u32>,
+}
+
+/// The limits of one gateway.
+pub struct Limits {
+    settings: LimitsSettings,
+    search: Cells,
+    invoke: Cells,
+    backends: BackendGuard,
+    limited: [[AtomicU64; KeyKind::ALL.len()]; Limit::ALL.len()],
+}
+
+impl Limits {
+    pub fn new(settings: LimitsSettings) -> Limits {
+        Limits {
+            settings,
+            search: Cells::default(),
+            invoke: Cells::default(),
+            backends: BackendGuard::default(),
+            limited: Default::default(),
+        }
+    }
+
+    /// Spends one call of `kind` from `caller`'s allowance, or says why not.
+    pub fn caller(&self, caller: &Caller, kind: Kind) -> Result<(), Limited> {
+        let Some(per_minute) = self.per_minute(caller, kind) else {
+            return Ok(());
+        };
+        let (key, key_kind) = self.key_of(caller);
+        let burst_seconds = self.settings.burst_seconds.max(1);
+        let burst = (u64::from(per_minute) * u64::from(burst_seconds) / 60).max(1);
+        let rate = Rate::per_minute(per_minute, u32::try_from(burst).unwrap_or(u32::MAX));
+        let (cells, limit) = match kind {
+            Kind::Search => (&self.search, Limit::SearchPerMinute),
+            Kind::Invoke => (&self.invoke, Limit::InvokePerMinute),
+        };
+        cells
+            .take(&key, rate, Instant::now())
+            .map_err(|retry_after| {
+                self.count(limit, key_kind);
+                Limited {
+                    limit,
+                    key: key_kind,
+                    retry_after,
+                    per_minute: Some(per_minute),
+                }
+            })
+    }
+
+    /// Whether a call to `backend` may go now; a call let through is
+    /// followed by [`Limits::backend_answered`].
+    pub fn backend(&self, backend: &str) -> Result<(), Limited> {
+        self.backends
+            .before(backend, self.breaker(), Instant::now())
+            .map_err(|refusal| {
+                let (limit, retry_after) = match refusal {
+                    Refusal::RetryAfter(wait) => (Limit::BackendRetryAfter, wait),
+                    Refusal::BreakerOpen(wait) => (Limit::BackendBreaker, wait),
+                };
+                self.count(limit, KeyKind::Backend);
+                Limited {
+                    limit,
+                    key: KeyKind::Backend,
+                    retry_after,
+                    per_minute: None,
+                }
+            })
+    }
+
+    /// How a call to `backend` let through by [`Limits::backend`] ended.
+    pub fn backend_answered(&self, backend: &str, outcome: Outcome) {
+        self.backends
+            .after(backend, outcome, self.breaker(), Instant::now());
+    }
+
+    fn breaker(&self) -> Breaker {
+        Breaker {
+            failures: self.settings.breaker_failures,
+            cooldown: Duration::from_millis(self.settings.breaker_cooldown_ms.max(1)),
+        }
+    }
+
+    /// The allowance's key: the subject, else the address when the
+    /// operator says addresses tell callers apart, else one for everyone
+    /// anonymous.
+    fn key_of(&self, caller: &Caller) -> (String, KeyKind) {
+        match (caller.credentials.subject(), caller.address) {
+            (Some(subject), _) => (format!("subject:{subject}"), KeyKind::Subject),
+            (None, Some(address)) if self.settings.per_address => {
+                (format!("address:{address}"), KeyKind::Address)
+            }
+            _ => ("anonymous".to_string(), KeyKind::Anonymous),
+        }
+    }
+
+    /// The caller's rate of `kind`: the first group it belongs to that
+    /// sets one, else the default; `None`: no limit.
+    fn per_minute(&self, caller: &Caller, kind: Kind) -> Option<u32> {
+        let of = |group: &crate::settings::LimitGroup| match kind {
+            Kind::Search => group.search_per_minute,
+            Kind::Invoke => group.invoke_per_minute,
+        };
+        let subject = caller.credentials.subject();
+        self.settings
+            .groups
+            .iter()
+            .filter(|group| {
+                group
+                    .scope
+                    .as_deref()
+                    .is_some_and(|s| caller.credentials.has_scope(s))
+                    || (group.subject.is_some() && group.subject.as_deref() == subject)
+            })
+            .find_map(of)
+            .or(match kind {
+                Kind::Search => self.settings.search_per_minute,
+                Kind::Invoke => self.settings.invoke_per_minute,
+            })
+    }
+
+    fn count(&self, limit: Limit, key: KeyKind) {
+        let limit = Limit::ALL.iter().position(|l| *l == limit).unwrap_or(0);
+        let key = KeyKind::ALL.iter().position(|k| *k == key).unwrap_or(0);
+        if let Some(counter) = self.limited.get(limit).and_then(|row| row.get(key)) {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Calls refused, by limit and key kind, for `/status`.
+    pub fn status(&self) -> serde_json::Value {
+        let mut limited = serde_json::Map::new();
+        for (limit, row) in Limit::ALL.iter().zip(&self.limited) {
+            for (key, counter) in KeyKind::ALL.iter().zip(row) {
+                let count = counter.load(Ordering::Relaxed);
+                if count > 0 {
+                    limited.insert(
+                        format!("{}/{}", limit.as_str(), key.as_str()),
+                        serde_json::json!(count),
+                    );
+                }
+            }
+        }
+        let breakers: Vec<serde_json::Value> = self
+            .backends
+            .views(Instant::now())
+            .into_iter()
+            .map(|view| {
+                serde_json::json!({
+                    "backend": view.backend,
+                    "state": view.state,
+                    "failuresInARow": view.failures_in_a_row,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "invokePerMinute": self.settings.invoke_per_minute,
+            "searchPerMinute": self.settings.search_per_minute,
+            "limited": limited,
+            "breakers": breakers,
+            "shared": false,
+        })
+    }
+
+    /// `sezzlee_rate_limited_total{limit,key}` and
+    /// `sezzlee_backend_breaker_open{backend}`, in Prometheus text.
+    pub fn write_metrics(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "# HELP sezzlee_rate_limited_total Calls refused by a limit, by limit and what the key was (never the key).\n# TYPE sezzlee_rate_limited_total counter"
+        );
+        for (limit, row) in Limit::ALL.iter().zip(&self.limited) {
+            for (key, counter) in KeyKind::ALL.iter().zip(row) {
+                let _ = writeln!(
+                    out,
+                    "sezzlee_rate_limited_total{{limit=\"{}\",key=\"{}\"}} {}",
+                    limit.as_str(),
+                    key.as_str(),
+                    counter.load(Ordering::Relaxed)
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP sezzlee_backend_breaker_open Whether a backend's circuit breaker refuses calls now (1) or lets a probe through (0.5).\n# TYPE sezzlee_backend_breaker_open gauge"
+        );
+        for view in self.backends.views(Instant::now()) {
+            let value = match view.state {
+                "open" => "1",
+                "half_open" => "0.5",
+                _ => "0",
+            };
+            let backend = view.backend.replace(['\\', '"', '\n'], "_");
+            let _ = writeln!(
+                out,
+                "sezzlee_backend_breaker_open{{backend=\"{backend}\"}} {value}"
+            );
+        }
+    }
+}
+
+/// How a backend's answer counts for its guard: its status and
+/// `Retry-After` (`None`: no answer came, a failure).
+pub fn outcome_of(status: Option<u16>, retry_after: Option<&str>) -> Outcome {
+    let Some(status) = status else {
+        return Outcome::Failed;
+    };
+    let failed = status >= 500;
+    if matches!(status, 429 | 503)
+        && let Some(wait) =
+            retry_after.and_then(|v| backend_guard::retry_after(v, std::time::SystemTime::now()))
+    {
+        return Outcome::RetryAfter { wait, failed };
+    }
+    if failed {
+        Outcome::Failed
+    } else {
+        Outcome::Answered
+    }
+}
