@@ -32,6 +32,7 @@ mod incremental;
 mod instances;
 mod invoke_tool;
 mod limits;
+mod limits_redis;
 mod live_reload;
 mod mcp_endpoint;
 mod mcp_request;

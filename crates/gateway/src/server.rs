@@ -56,6 +56,12 @@ pub async fn run(settings: Settings) -> ExitCode {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    // Shared limits need their Redis from the start: a gateway that would
+    // count alone while its replicas share is refused, not started.
+    if let Err(why) = gateway.limits.connect_shared().await {
+        tracing::error!("configuration error: limits.redis_url: Redis does not answer: {why}");
+        return ExitCode::from(2);
+    }
     let listener = match TcpListener::bind(gateway.settings.listen).await {
         Ok(listener) => listener,
         Err(err) => {

@@ -136,6 +136,23 @@ pub struct LimitsSettings {
     pub breaker_failures: u32,
     /// How long an open breaker refuses calls before one probe goes.
     pub breaker_cooldown_ms: u64,
+    /// Requests a second each peer address may send to the MCP endpoint
+    /// (at least 1; unset: no limit), about one second's worth of them at
+    /// once; beyond it a request is answered `429` with `Retry-After`
+    /// before it is read (the gateway's `flood_guard`). Behind a proxy
+    /// the address is the proxy's, so the rate is the proxy's.
+    pub requests_per_second_per_address: Option<u32>,
+    /// Redis shared by the replicas (`redis://host:6379/0`): each
+    /// caller's rate is then counted once across them. Checked at start:
+    /// a gateway whose Redis does not answer does not start.
+    pub redis_url: Option<String>,
+    /// While Redis does not answer, refuse every rated call instead of
+    /// counting locally.
+    pub redis_fail_closed: bool,
+    /// While Redis does not answer, the share of each rate (percent) each
+    /// replica allows on its own (100: the whole rate; with N replicas,
+    /// 100 / N keeps the total).
+    pub redis_local_share_percent: u32,
 }
 
 impl Default for LimitsSettings {
@@ -148,6 +165,10 @@ impl Default for LimitsSettings {
             groups: Vec::new(),
             breaker_failures: 0,
             breaker_cooldown_ms: 30_000,
+            requests_per_second_per_address: None,
+            redis_url: None,
+            redis_fail_closed: false,
+            redis_local_share_percent: 100,
         }
     }
 }
@@ -184,6 +205,25 @@ impl LimitsSettings {
             at_least_one("limits.search_per_minute", rate)?;
         }
         at_least_one("limits.burst_seconds", self.burst_seconds)?;
+        if let Some(rate) = self.requests_per_second_per_address {
+            at_least_one("limits.requests_per_second_per_address", rate)?;
+        }
+        if !(1..=100).contains(&self.redis_local_share_percent) {
+            return Err(ConfigError::Value {
+                setting: "limits.redis_local_share_percent",
+                message: "limits.redis_local_share_percent must be from 1 to 100".to_string(),
+            });
+        }
+        if let Some(url) = &self.redis_url
+            && let Err(err) = redis::Client::open(url.as_str())
+        {
+            return Err(ConfigError::Value {
+                setting: "limits.redis_url",
+                message: format!(
+                    "limits.redis_url is not a Redis URL (redis://host:port/db): {err}"
+                ),
+            });
+        }
         if self.breaker_cooldown_ms == 0 {
             return Err(ConfigError::Value {
                 setting: "limits.breaker_cooldown_ms",

@@ -19,6 +19,16 @@ pub struct Rate {
 }
 
 impl Rate {
+    /// Time one call takes from the allowance.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// How far ahead of now the allowance may be spent.
+    pub fn tolerance(&self) -> Duration {
+        self.tolerance
+    }
+
     /// `per_minute` calls a minute (at least 1), at most `burst` (at least
     /// 1) back to back.
     pub fn per_minute(per_minute: u32, burst: u32) -> Rate {

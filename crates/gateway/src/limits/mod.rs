@@ -6,10 +6,12 @@
 //! backend that is down is not hammered by every retry. A limited call
 //! answers `rate_limited` and sends nothing.
 //!
-//! Limits are kept in this process (each replica enforces its own).
+//! Rates are counted in this process, or with `redis_url` once across the
+//! replicas ([`shared`]); backend guards are each replica's own.
 
 pub mod backend_guard;
 pub mod gcra;
+pub mod shared;
 
 use crate::settings::LimitsSettings;
 use crate::visibility::Caller;
@@ -100,6 +102,8 @@ pub struct Limited {
 /// The limits of one gateway.
 pub struct Limits {
     settings: LimitsSettings,
+    /// Redis, once connected ([`Limits::connect_shared`]).
+    shared: std::sync::OnceLock<shared::Shared>,
     search: Cells,
     invoke: Cells,
     backends: BackendGuard,
@@ -110,6 +114,7 @@ impl Limits {
     pub fn new(settings: LimitsSettings) -> Limits {
         Limits {
             settings,
+            shared: std::sync::OnceLock::new(),
             search: Cells::default(),
             invoke: Cells::default(),
             backends: BackendGuard::default(),
@@ -117,30 +122,74 @@ impl Limits {
         }
     }
 
+    /// Connects to the Redis of `redis_url`, when one is set: from then on
+    /// rates are counted once across the replicas. Fails, naming why, when
+    /// Redis does not answer.
+    pub async fn connect_shared(&self) -> Result<(), String> {
+        let Some(url) = &self.settings.redis_url else {
+            return Ok(());
+        };
+        if self.shared.get().is_some() {
+            return Ok(());
+        }
+        let connected = shared::Shared::connect(url).await?;
+        let _ = self.shared.set(connected);
+        Ok(())
+    }
+
     /// Spends one call of `kind` from `caller`'s allowance, or says why not.
-    pub fn caller(&self, caller: &Caller, kind: Kind) -> Result<(), Limited> {
+    pub async fn caller(&self, caller: &Caller, kind: Kind) -> Result<(), Limited> {
         let Some(per_minute) = self.per_minute(caller, kind) else {
             return Ok(());
         };
         let (key, key_kind) = self.key_of(caller);
-        let burst_seconds = self.settings.burst_seconds.max(1);
-        let burst = (u64::from(per_minute) * u64::from(burst_seconds) / 60).max(1);
-        let rate = Rate::per_minute(per_minute, u32::try_from(burst).unwrap_or(u32::MAX));
-        let (cells, limit) = match kind {
-            Kind::Search => (&self.search, Limit::SearchPerMinute),
-            Kind::Invoke => (&self.invoke, Limit::InvokePerMinute),
+        let limit = match kind {
+            Kind::Search => Limit::SearchPerMinute,
+            Kind::Invoke => Limit::InvokePerMinute,
+        };
+        let refuse = |retry_after: Duration| {
+            self.count(limit, key_kind);
+            Limited {
+                limit,
+                key: key_kind,
+                retry_after,
+                per_minute: Some(per_minute),
+            }
+        };
+        let mut local_rate = per_minute;
+        if let Some(shared) = self.shared.get() {
+            let rate = self.rate(per_minute);
+            let shared_key = format!("{}:{key}", limit.as_str());
+            match shared
+                .take(&shared_key, rate.interval(), rate.tolerance())
+                .await
+            {
+                Some(verdict) => return verdict.map_err(refuse),
+                None if self.settings.redis_fail_closed => {
+                    return Err(refuse(shared::RETRY_AFTER_DOWN));
+                }
+                // Each replica its share while Redis does not answer.
+                None => {
+                    let share = u64::from(self.settings.redis_local_share_percent.clamp(1, 100));
+                    local_rate = u32::try_from((u64::from(per_minute) * share / 100).max(1))
+                        .unwrap_or(per_minute);
+                }
+            }
+        }
+        let cells = match kind {
+            Kind::Search => &self.search,
+            Kind::Invoke => &self.invoke,
         };
         cells
-            .take(&key, rate, Instant::now())
-            .map_err(|retry_after| {
-                self.count(limit, key_kind);
-                Limited {
-                    limit,
-                    key: key_kind,
-                    retry_after,
-                    per_minute: Some(per_minute),
-                }
-            })
+            .take(&key, self.rate(local_rate), Instant::now())
+            .map_err(refuse)
+    }
+
+    /// `per_minute` with the configured burst.
+    fn rate(&self, per_minute: u32) -> Rate {
+        let burst_seconds = self.settings.burst_seconds.max(1);
+        let burst = (u64::from(per_minute) * u64::from(burst_seconds) / 60).max(1);
+        Rate::per_minute(per_minute, u32::try_from(burst).unwrap_or(u32::MAX))
     }
 
     /// Whether a call to `backend` may go now; a call let through is
@@ -248,18 +297,29 @@ impl Limits {
                 })
             })
             .collect();
+        let shared = self.shared.get();
         serde_json::json!({
             "invokePerMinute": self.settings.invoke_per_minute,
             "searchPerMinute": self.settings.search_per_minute,
             "limited": limited,
             "breakers": breakers,
-            "shared": false,
+            // Rates counted once across the replicas right now.
+            "shared": shared.is_some_and(shared::Shared::is_up),
+            "redis": shared.map(shared::Shared::status),
         })
     }
 
     /// `sezzlee_rate_limited_total{limit,key}` and
     /// `sezzlee_backend_breaker_open{backend}`, in Prometheus text.
     pub fn write_metrics(&self, out: &mut String) {
+        if let Some(shared) = self.shared.get() {
+            let _ = writeln!(
+                out,
+                "# HELP sezzlee_limits_redis_up Whether the last limit check reached Redis (0: each replica counts on its own).\n# TYPE sezzlee_limits_redis_up gauge\nsezzlee_limits_redis_up {}\n# HELP sezzlee_limits_redis_errors_total Limit checks Redis did not answer.\n# TYPE sezzlee_limits_redis_errors_total counter\nsezzlee_limits_redis_errors_total {}",
+                u8::from(shared.is_up()),
+                shared.errors()
+            );
+        }
         let _ = writeln!(
             out,
             "# HELP sezzlee_rate_limited_total Calls refused by a limit, by limit and what the key was (never the key).\n# TYPE sezzlee_rate_limited_total counter"

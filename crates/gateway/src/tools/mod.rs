@@ -92,7 +92,7 @@ pub async fn call(context: &Context<'_>, tool: ToolName, arguments: &Value) -> T
         ToolName::SearchTools | ToolName::LoadTool => crate::limits::Kind::Search,
         ToolName::InvokeTool => crate::limits::Kind::Invoke,
     };
-    if let Err(limited) = context.limits.caller(context.caller, kind) {
+    if let Err(limited) = context.limits.caller(context.caller, kind).await {
         let answer = envelope::rate_limited(&limited);
         context
             .metrics
