@@ -24,6 +24,7 @@ mod egress_proxy;
 mod faulty_backends;
 mod file_replace;
 mod flood;
+mod flood_guard;
 mod form_bodies;
 mod health_cli;
 mod hostile_callers;

@@ -73,6 +73,8 @@ pub struct Gateway {
     pub connections: watch::Sender<usize>,
     /// Rates per caller, and what spares struggling backends.
     pub limits: crate::limits::Limits,
+    /// The rate per address on the MCP endpoint, before a request is read.
+    pub flood_guard: Arc<crate::flood_guard::FloodGuard>,
     /// The upstream MCP servers the catalogs folder names, supervised.
     pub upstreams: Arc<crate::upstream::Upstreams>,
 }
@@ -172,6 +174,9 @@ impl Gateway {
             )),
             embedder: search_model,
             limits: crate::limits::Limits::new(settings.limits.clone()),
+            flood_guard: Arc::new(crate::flood_guard::FloodGuard::new(
+                settings.limits.requests_per_second_per_address,
+            )),
             upstreams: Arc::new(crate::upstream::Upstreams::new(
                 settings.catalogs.clone(),
                 settings.environment.clone(),

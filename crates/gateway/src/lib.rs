@@ -13,6 +13,7 @@ pub mod demo;
 pub mod embedding;
 pub mod environment;
 pub mod failure_code;
+pub mod flood_guard;
 pub mod gateway;
 pub mod jsonrpc;
 pub mod limits;

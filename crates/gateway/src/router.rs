@@ -1,4 +1,5 @@
-//! The router, assembled in one place: the MCP endpoint, its
+//! The router, assembled in one place: the MCP endpoint (behind the
+//! flood guard, when a rate per address is set), its
 //! protected-resource metadata, the health routes (always open, for
 //! probes), the operator's routes (`/status`, `/metrics`: only for the
 //! admin scope once `[auth]` is configured) and the demo backend (while
@@ -20,13 +21,17 @@ use std::sync::Arc;
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let endpoint = gateway.settings.endpoint.clone();
     let limit = gateway.settings.max_body_bytes;
+    let mut mcp = post(http::post_mcp)
+        .get(http::method_not_allowed)
+        .delete(http::method_not_allowed);
+    if gateway.flood_guard.is_on() {
+        mcp = mcp.route_layer(from_fn_with_state(
+            gateway.flood_guard.clone(),
+            crate::flood_guard::guard,
+        ));
+    }
     let mut router = Router::new()
-        .route(
-            &endpoint,
-            post(http::post_mcp)
-                .get(http::method_not_allowed)
-                .delete(http::method_not_allowed),
-        )
+        .route(&endpoint, mcp)
         .route(METADATA_PATH, get(protected_resource_metadata))
         .route(
             &format!("{METADATA_PATH}{}", endpoint.trim_end_matches('/')),

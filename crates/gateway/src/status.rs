@@ -136,7 +136,7 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
             "tools": catalog.tools().len(),
             "documents": documents,
             "upstreams": gateway.upstreams.status(),
-            "limits": gateway.limits.status(),
+            "limits": gateway.flood_guard.add_status(gateway.limits.status()),
             "errors": catalog.errors(),
             "warnings": catalog.warnings(),
             "diagnostics": catalog.diagnostics,
@@ -330,6 +330,7 @@ pub async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
     }
     gateway.metrics.write(&mut out);
     gateway.limits.write_metrics(&mut out);
+    gateway.flood_guard.write_metrics(&mut out);
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
