@@ -20,8 +20,11 @@ struct Scripted {
     script: Mutex<VecDeque<(u16, Option<&'static str>)>>,
 }
 
-async fn scripted(State(backend): State<Arc<Scripted>>) -> Response {
+async fn scripted(State(backend): State<Arc<Scripted>>, uri: axum::http::Uri) -> Response {
     backend.hits.fetch_add(1, Ordering::SeqCst);
+    if uri.path() == "/slow" {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
     let next = backend.script.lock().unwrap().pop_front();
     let (status, retry_after) = next.unwrap_or((200, None));
     let mut response = axum::Json(json!({"status": status})).into_response();
@@ -50,11 +53,18 @@ fn document(base: &str) -> String {
         "openapi": "3.1.0",
         "info": {"title": "Things", "version": "1"},
         "servers": [{"url": base}],
-        "paths": {"/thing": {"get": {
-            "operationId": "get_thing",
-            "summary": "Gets the thing.",
-            "responses": {"200": {"description": "ok"}}
-        }}}
+        "paths": {
+            "/thing": {"get": {
+                "operationId": "get_thing",
+                "summary": "Gets the thing.",
+                "responses": {"200": {"description": "ok"}}
+            }},
+            "/slow": {"get": {
+                "operationId": "get_slow",
+                "summary": "Gets the slow thing.",
+                "responses": {"200": {"description": "ok"}}
+            }}
+        }
     })
     .to_string()
 }
@@ -316,5 +326,91 @@ fn bad_limits_are_refused_naming_the_setting() {
         let refused = Settings::resolve(&Default::default(), Some(&path))
             .expect_err(&format!("{text} is refused"));
         assert!(refused.to_string().contains(named), "{text}: {refused}");
+    }
+}
+
+/// A sidecar's quotas: the document's calls per interval for everyone
+/// together, an operation's calls in flight; a call over either answers
+/// `rate_limited` and sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sidecar_quotas_hold_calls_per_interval_and_calls_in_flight() {
+    let (base, backend) = backend().await;
+    let sidecar = "backend:\n  quota: {requests: 3, perSeconds: 3600}\ntools:\n  GET /slow: {quota: {concurrent: 1}}\n";
+    let gw = TestGateway::with_files(
+        &[
+            ("things.json", document(&base)),
+            ("things.sezzlee.yaml", sidecar.to_string()),
+        ],
+        |_| {},
+    )
+    .await;
+    // One slow call holds the operation's only slot: a second at the same
+    // time is refused; the document's quota counts both that went.
+    let gw = Arc::new(gw);
+    let slow = {
+        let gw = gw.clone();
+        tokio::spawn(async move { gw.tool("invoke_tool", json!({"name": "get_slow"})).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = gw.tool("invoke_tool", json!({"name": "get_slow"})).await;
+    assert_eq!(
+        second.payload["limit"], "quota_concurrent",
+        "{}",
+        second.payload
+    );
+    assert_eq!(second.payload["retryable"], true);
+    let first = slow.await.unwrap();
+    assert!(!first.is_error, "{}", first.payload);
+    // Its slot is free again.
+    let third = gw.tool("invoke_tool", json!({"name": "get_slow"})).await;
+    assert!(!third.is_error, "{}", third.payload);
+    // Three calls an hour for the whole document: one more goes, then none.
+    let fourth = invoke(&gw).await;
+    assert!(!fourth.is_error, "{}", fourth.payload);
+    let refused = invoke(&gw).await;
+    assert_eq!(
+        refused.payload["limit"], "quota_requests",
+        "{}",
+        refused.payload
+    );
+    assert!(refused.payload["retryAfterMs"].as_u64().unwrap() > 60_000);
+    assert_eq!(
+        backend.hits.load(Ordering::SeqCst),
+        3,
+        "refused calls sent nothing"
+    );
+}
+
+#[test]
+fn a_quota_that_cannot_be_meant_refuses_the_sidecar_at_its_key() {
+    use sezzlee_catalog::{Catalog, Sources};
+    for (quota, pointer) in [
+        ("{requests: 0}", "/backend/quota/requests"),
+        ("{concurrent: 0}", "/backend/quota/concurrent"),
+        ("{requests: 5, perSeconds: 0}", "/backend/quota/perSeconds"),
+        ("{perSeconds: 60}", "/backend/quota/perSeconds"),
+        ("{}", "/backend/quota"),
+        ("{requests: 5, per: everyone}", "/backend/quota/per"),
+    ] {
+        let sources = Sources::from_files(
+            [
+                (
+                    "things.json".to_string(),
+                    document("http://127.0.0.1:9").into_bytes(),
+                ),
+                (
+                    "things.sezzlee.yaml".to_string(),
+                    format!("backend:\n  quota: {quota}\n").into_bytes(),
+                ),
+            ],
+            None,
+        );
+        let catalog = Catalog::build(&sources);
+        let refused = catalog
+            .diagnostics
+            .iter()
+            .find(|d| d.code == "invalid_configuration")
+            .unwrap_or_else(|| panic!("{quota} is refused"));
+        assert_eq!(refused.pointer, pointer, "{quota}: {}", refused.message);
     }
 }

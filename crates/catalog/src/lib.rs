@@ -137,6 +137,9 @@ pub struct Operation {
     pub security: Option<Vec<BTreeMap<String, Vec<String>>>>,
     /// Security schemes of the document, by name (their `type` etc.).
     pub security_schemes: Arc<Map<String, Value>>,
+    /// The sidecar's quota for this operation (the document's is
+    /// `backend.quota`).
+    pub quota: Option<sidecar::Quota>,
 }
 
 /// Where `invoke_tool` sends a tool's calls.

@@ -410,6 +410,7 @@ fn build_operation(
         backend: doc.backend.clone(),
         security: security_for(operation, doc.root),
         security_schemes: doc.security_schemes.clone(),
+        quota: config.and_then(|c| c.quota.clone()),
     });
     let base = Draft {
         name,

@@ -63,6 +63,77 @@ pub struct BackendConfig {
     /// The credential the backend gets (none but static headers when
     /// absent).
     pub auth: Option<BackendAuth>,
+    /// What the backend allows, for every operation of the document
+    /// together (an operation's own `quota` applies besides).
+    pub quota: Option<Quota>,
+}
+
+/// A backend's quota as the operator states it ("5,000 calls an hour per
+/// token"): calls per interval and calls in flight at most, counted for
+/// every caller together or for each caller on its own. The gateway
+/// refuses a call over it with `rate_limited`; nothing is sent.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Quota {
+    /// Calls allowed per `perSeconds` (all at once if need be).
+    pub requests: Option<u32>,
+    /// The interval of `requests`, in seconds (default 60).
+    pub per_seconds: Option<u64>,
+    /// Calls in flight at most.
+    pub concurrent: Option<u32>,
+    /// Whose calls count together.
+    #[serde(default)]
+    pub per: QuotaPer,
+}
+
+/// See [`Quota::per`].
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum QuotaPer {
+    /// Every caller's calls together: the backend credential's quota when
+    /// the gateway calls with one credential.
+    #[default]
+    Backend,
+    /// Each caller's own (its subject, else the anonymous caller): the
+    /// quota of a token per caller (passthrough, token exchange).
+    Caller,
+}
+
+impl Quota {
+    /// The interval of `requests`.
+    pub fn interval(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.per_seconds.unwrap_or(60))
+    }
+}
+
+/// Refuses a quota that cannot be meant, at `at` (its pointer).
+pub(crate) fn check_quota(quota: &Quota, at: &str) -> Result<(), SidecarError> {
+    let error = |key: &str, message: &str| SidecarError {
+        pointer: format!("{at}/{key}"),
+        message: message.to_string(),
+    };
+    if quota.per_seconds.is_some() && quota.requests.is_none() {
+        return Err(error(
+            "perSeconds",
+            "perSeconds applies to requests, which is not set",
+        ));
+    }
+    if quota.requests.is_none() && quota.concurrent.is_none() {
+        return Err(SidecarError {
+            pointer: at.to_string(),
+            message: "a quota names requests (per perSeconds), concurrent, or both".to_string(),
+        });
+    }
+    if quota.requests == Some(0) {
+        return Err(error("requests", "requests must be at least 1"));
+    }
+    if quota.per_seconds == Some(0) {
+        return Err(error("perSeconds", "perSeconds must be at least 1"));
+    }
+    if quota.concurrent == Some(0) {
+        return Err(error("concurrent", "concurrent must be at least 1"));
+    }
+    Ok(())
 }
 
 /// How the gateway authenticates to a backend: never by handing on a token
@@ -169,6 +240,9 @@ pub struct ToolConfig {
     pub variants: Vec<VariantConfig>,
     /// Output depth for this operation and its variants.
     pub output_depth: Option<OutputDepth>,
+    /// What the backend allows of this operation (besides the document's
+    /// `backend.quota`).
+    pub quota: Option<Quota>,
 }
 
 /// A narrower tool published for the same operation.
@@ -256,6 +330,12 @@ impl Sidecar {
             });
         }
         check_backend(&self.backend)?;
+        for (key, tool) in &self.tools {
+            if let Some(quota) = &tool.quota {
+                let at = format!("/tools/{}/quota", super::diagnostics::pointer_segment(key));
+                check_quota(quota, &at)?;
+            }
+        }
         for key in self.tools.keys().chain(self.revision.operations.keys()) {
             if parse_operation_key(key).is_none() {
                 return Err(SidecarError {
@@ -351,6 +431,9 @@ pub(crate) fn check_backend(backend: &BackendConfig) -> Result<(), SidecarError>
     }
     if let Some(auth) = &backend.auth {
         check_backend_auth(auth)?;
+    }
+    if let Some(quota) = &backend.quota {
+        check_quota(quota, "/backend/quota")?;
     }
     Ok(())
 }

@@ -428,6 +428,7 @@ mod tests {
             backend: Arc::new(BackendConfig::default()),
             security: None,
             security_schemes: Arc::new(Map::new()),
+            quota: None,
         }
     }
 

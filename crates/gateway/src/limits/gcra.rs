@@ -19,6 +19,14 @@ pub struct Rate {
 }
 
 impl Rate {
+    /// One call every `interval`, at most `burst` back to back.
+    pub fn every(interval: Duration, burst: u32) -> Rate {
+        Rate {
+            interval,
+            tolerance: interval * (burst.max(1) - 1),
+        }
+    }
+
     /// Time one call takes from the allowance.
     pub fn interval(&self) -> Duration {
         self.interval

@@ -17,8 +17,11 @@ use crate::settings::LimitsSettings;
 use crate::visibility::Caller;
 use backend_guard::{BackendGuard, Breaker, Outcome, Refusal};
 use gcra::{Cells, Rate};
+use sezzlee_catalog::sidecar::{Quota, QuotaPer};
+use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Which allowance a call spends.
@@ -38,14 +41,20 @@ pub enum Limit {
     BackendRetryAfter,
     /// The backend's circuit breaker is open.
     BackendBreaker,
+    /// A sidecar quota's calls per interval are spent.
+    QuotaRequests,
+    /// A sidecar quota's calls in flight are all taken.
+    QuotaConcurrent,
 }
 
 impl Limit {
-    const ALL: [Limit; 4] = [
+    const ALL: [Limit; 6] = [
         Limit::SearchPerMinute,
         Limit::InvokePerMinute,
         Limit::BackendRetryAfter,
         Limit::BackendBreaker,
+        Limit::QuotaRequests,
+        Limit::QuotaConcurrent,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -54,6 +63,8 @@ impl Limit {
             Limit::InvokePerMinute => "invoke_per_minute",
             Limit::BackendRetryAfter => "backend_retry_after",
             Limit::BackendBreaker => "backend_breaker",
+            Limit::QuotaRequests => "quota_requests",
+            Limit::QuotaConcurrent => "quota_concurrent",
         }
     }
 }
@@ -107,8 +118,24 @@ pub struct Limits {
     search: Cells,
     invoke: Cells,
     backends: BackendGuard,
+    /// Sidecar quotas' calls per interval, by quota and key.
+    quota_calls: Cells,
+    /// Sidecar quotas' calls in flight, by quota and key.
+    in_flight: Mutex<HashMap<String, Arc<AtomicU32>>>,
     limited: [[AtomicU64; KeyKind::ALL.len()]; Limit::ALL.len()],
 }
+
+/// A call counted in flight against a quota until dropped.
+pub struct InFlight(Arc<AtomicU32>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// How soon a call refused for want of a free slot may try again.
+const IN_FLIGHT_RETRY: Duration = Duration::from_millis(100);
 
 impl Limits {
     pub fn new(settings: LimitsSettings) -> Limits {
@@ -118,6 +145,8 @@ impl Limits {
             search: Cells::default(),
             invoke: Cells::default(),
             backends: BackendGuard::default(),
+            quota_calls: Cells::default(),
+            in_flight: Mutex::new(HashMap::new()),
             limited: Default::default(),
         }
     }
@@ -190,6 +219,88 @@ impl Limits {
         let burst_seconds = self.settings.burst_seconds.max(1);
         let burst = (u64::from(per_minute) * u64::from(burst_seconds) / 60).max(1);
         Rate::per_minute(per_minute, u32::try_from(burst).unwrap_or(u32::MAX))
+    }
+
+    /// Checks the sidecar quotas that apply to a call by `caller` (each
+    /// with a `scope` naming what it covers: a document, or one
+    /// operation): a slot in flight of each first, then one call of each
+    /// interval, so a call refused spends nothing of the intervals. The
+    /// slots are held until the returned guards are dropped.
+    pub fn quotas(
+        &self,
+        quotas: &[(&str, &Quota)],
+        caller: &Caller,
+    ) -> Result<Vec<InFlight>, Limited> {
+        let mut slots = Vec::new();
+        for (scope, quota) in quotas {
+            slots.extend(self.quota_slot(scope, quota, caller)?);
+        }
+        for (scope, quota) in quotas {
+            self.quota_call(scope, quota, caller)?;
+        }
+        Ok(slots)
+    }
+
+    /// The key a quota counts a caller's calls under, and its kind.
+    fn quota_key(&self, scope: &str, quota: &Quota, caller: &Caller) -> (String, KeyKind) {
+        match quota.per {
+            QuotaPer::Backend => (format!("{scope}|backend"), KeyKind::Backend),
+            QuotaPer::Caller => {
+                let (who, kind) = self.key_of(caller);
+                (format!("{scope}|{who}"), kind)
+            }
+        }
+    }
+
+    /// A refusal by `limit`, counted.
+    fn refused(&self, limit: Limit, key: KeyKind, retry_after: Duration) -> Limited {
+        self.count(limit, key);
+        Limited {
+            limit,
+            key,
+            retry_after,
+            per_minute: None,
+        }
+    }
+
+    /// One call of the quota's interval, if it counts them.
+    fn quota_call(&self, scope: &str, quota: &Quota, caller: &Caller) -> Result<(), Limited> {
+        let Some(requests) = quota.requests else {
+            return Ok(());
+        };
+        let (key, key_kind) = self.quota_key(scope, quota, caller);
+        let rate = Rate::every(quota.interval() / requests.max(1), requests);
+        self.quota_calls
+            .take(&key, rate, Instant::now())
+            .map_err(|wait| self.refused(Limit::QuotaRequests, key_kind, wait))
+    }
+
+    /// A slot in flight of the quota, if it counts them.
+    fn quota_slot(
+        &self,
+        scope: &str,
+        quota: &Quota,
+        caller: &Caller,
+    ) -> Result<Option<InFlight>, Limited> {
+        let Some(most) = quota.concurrent else {
+            return Ok(None);
+        };
+        let (key, key_kind) = self.quota_key(scope, quota, caller);
+        let counter = {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            // Keys with nothing in flight go when the table grows.
+            if in_flight.len() >= 100_000 {
+                in_flight.retain(|_, count| count.load(Ordering::Acquire) > 0);
+            }
+            in_flight.entry(key).or_default().clone()
+        };
+        let taken = counter.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+            (now < most).then_some(now + 1)
+        });
+        match taken {
+            Ok(_) => Ok(Some(InFlight(counter))),
+            Err(_) => Err(self.refused(Limit::QuotaConcurrent, key_kind, IN_FLIGHT_RETRY)),
+        }
     }
 
     /// Whether a call to `backend` may go now; a call let through is

@@ -305,6 +305,12 @@ pub fn rate_limited(limited: &crate::limits::Limited) -> ToolAnswer {
         (Limit::BackendBreaker, _) => format!(
             "The backend failed several calls in a row, so calls to it are paused; nothing was sent to it. Wait {retry_after_ms} ms: one call then checks whether it is back."
         ),
+        (Limit::QuotaRequests, _) => format!(
+            "This call would exceed the backend's quota (calls per interval, as the catalog owner states it); nothing was sent. Wait {retry_after_ms} ms and call again."
+        ),
+        (Limit::QuotaConcurrent, _) => format!(
+            "The backend allows only so many calls at once, and that many are under way; nothing was sent. Call again in {retry_after_ms} ms."
+        ),
         (_, None) => format!(
             "A limit refused the call; nothing was sent. Wait {retry_after_ms} ms and call again."
         ),

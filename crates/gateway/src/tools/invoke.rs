@@ -350,6 +350,20 @@ async fn call_http(
         outgoing.headers.push((name, value));
     }
     let host = crate::backend::host_of(&base_url);
+    // The sidecar's quotas (the document's, the operation's), held for the
+    // call's duration, then the backend's own guard.
+    let operation_scope = format!("{} {} {}", tool.document, operation.method, operation.path);
+    let quotas: Vec<(&str, &sezzlee_catalog::sidecar::Quota)> = [
+        (&*tool.document, operation.backend.quota.as_ref()),
+        (operation_scope.as_str(), operation.quota.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(scope, quota)| Some((scope, quota?)))
+    .collect();
+    let _in_flight = match context.limits.quotas(&quotas, context.caller) {
+        Ok(slots) => slots,
+        Err(limited) => return envelope::rate_limited(&limited),
+    };
     if let Err(limited) = context.limits.backend(host) {
         return envelope::rate_limited(&limited);
     }
