@@ -414,3 +414,54 @@ fn a_quota_that_cannot_be_meant_refuses_the_sidecar_at_its_key() {
         assert_eq!(refused.pointer, pointer, "{quota}: {}", refused.message);
     }
 }
+
+/// A quota `per: caller` counts each caller's calls on their own.
+#[tokio::test]
+async fn a_quota_per_caller_gives_each_caller_its_own() {
+    use sezzlee_gateway::settings::{ApiKeySettings, AuthSettings};
+    set_test_variable(BOT_KEY.0, BOT_KEY.1);
+    let (base, backend) = backend().await;
+    let sidecar = "backend:\n  quota: {requests: 1, perSeconds: 3600, per: caller}\n";
+    let gw = TestGateway::with_files(
+        &[
+            ("things.json", document(&base)),
+            ("things.sezzlee.yaml", sidecar.to_string()),
+        ],
+        |s: &mut Settings| {
+            s.auth = Some(AuthSettings {
+                api_keys: vec![ApiKeySettings {
+                    header: "x-api-key".to_string(),
+                    key_env: BOT_KEY.0.to_string(),
+                    subject: "bot".to_string(),
+                    ..ApiKeySettings::default()
+                }],
+                ..AuthSettings::default()
+            });
+        },
+    )
+    .await;
+    let call_as = async |key: Option<&str>| {
+        let reply = gw
+            .modern_custom(
+                "tools/call",
+                json!({"name": "invoke_tool", "arguments": {"name": "get_thing"}}),
+                |_, headers| {
+                    if let Some(key) = key {
+                        headers.push(("x-api-key", key.to_string()));
+                    }
+                },
+            )
+            .await;
+        let text = reply.json()["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        serde_json::from_str::<Value>(&text).unwrap_or(Value::Null)
+    };
+    assert!(call_as(None).await.get("error").is_none());
+    assert_eq!(call_as(None).await["limit"], "quota_requests");
+    // The bot's own allowance is untouched by the anonymous caller's.
+    assert!(call_as(Some(BOT_KEY.1)).await.get("error").is_none());
+    assert_eq!(call_as(Some(BOT_KEY.1)).await["limit"], "quota_requests");
+    assert_eq!(backend.hits.load(Ordering::SeqCst), 2);
+}

@@ -1,7 +1,8 @@
 //! What stands between calls and a backend that is struggling, per backend
 //! (an API's host, or an upstream MCP server's file): its own `Retry-After`
-//! (a `429` or `503` that names a time is honoured: calls are refused
-//! locally until then) and a circuit breaker (after `failures` connection
+//! (a `429` or `503` that names a time is honoured: calls with the same
+//! credential are refused locally until then, as a quota is a
+//! credential's) and a circuit breaker (after `failures` connection
 //! failures, time-outs or `5xx` in a row, calls are refused for the
 //! cool-down; then one probe call is let through, and its outcome closes
 //! the breaker or opens it again). A refused call sends nothing. Pure but
@@ -74,15 +75,24 @@ pub struct BreakerView {
 impl BackendGuard {
     /// Whether a call to `backend` may go at `now`. A call let through
     /// must be followed by [`BackendGuard::after`].
-    pub fn before(&self, backend: &str, breaker: Breaker, now: Instant) -> Result<(), Refusal> {
+    /// `credential` tells apart the credentials calls carry (a
+    /// fingerprint, never the credential).
+    pub fn before(
+        &self,
+        backend: &str,
+        credential: &str,
+        breaker: Breaker,
+        now: Instant,
+    ) -> Result<(), Refusal> {
         let mut backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
-        let state = state_of(&mut backends, backend);
-        if let Some(until) = state.retry_after_until {
+        let held = state_of(&mut backends, &with_credential(backend, credential));
+        if let Some(until) = held.retry_after_until {
             if until > now {
                 return Err(Refusal::RetryAfter(until - now));
             }
-            state.retry_after_until = None;
+            held.retry_after_until = None;
         }
+        let state = state_of(&mut backends, backend);
         if let Some(until) = state.open_until {
             if until > now {
                 return Err(Refusal::BreakerOpen(until - now));
@@ -99,19 +109,27 @@ impl BackendGuard {
     }
 
     /// Records how a call let through by [`BackendGuard::before`] ended.
-    pub fn after(&self, backend: &str, outcome: Outcome, breaker: Breaker, now: Instant) {
+    pub fn after(
+        &self,
+        backend: &str,
+        credential: &str,
+        outcome: Outcome,
+        breaker: Breaker,
+        now: Instant,
+    ) {
         let mut backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
-        let state = state_of(&mut backends, backend);
         let failed = match outcome {
             Outcome::Answered => false,
             Outcome::Failed => true,
             Outcome::RetryAfter { wait, failed } => {
+                let held = state_of(&mut backends, &with_credential(backend, credential));
                 let until = now + wait;
-                state.retry_after_until =
-                    Some(state.retry_after_until.map_or(until, |u| u.max(until)));
+                held.retry_after_until =
+                    Some(held.retry_after_until.map_or(until, |u| u.max(until)));
                 failed
             }
         };
+        let state = state_of(&mut backends, backend);
         let probe = state.probing.take().is_some();
         if !failed {
             state.failures_in_a_row = 0;
@@ -145,6 +163,11 @@ impl BackendGuard {
         views.sort_by(|a, b| a.backend.cmp(&b.backend));
         views
     }
+}
+
+/// The key a backend's `Retry-After` is kept under for one credential.
+fn with_credential(backend: &str, credential: &str) -> String {
+    format!("{backend}#{credential}")
 }
 
 fn state_of<'s>(backends: &'s mut HashMap<String, State>, backend: &str) -> &'s mut State {
@@ -183,39 +206,53 @@ mod tests {
         let guard = BackendGuard::default();
         let t0 = Instant::now();
         for _ in 0..2 {
-            assert_eq!(guard.before("api", BREAKER, t0), Ok(()));
-            guard.after("api", Outcome::Failed, BREAKER, t0);
+            assert_eq!(guard.before("api", "", BREAKER, t0), Ok(()));
+            guard.after("api", "", Outcome::Failed, BREAKER, t0);
         }
         // A success in between starts the count again.
-        guard.after("api", Outcome::Answered, BREAKER, t0);
+        guard.after("api", "", Outcome::Answered, BREAKER, t0);
         for _ in 0..3 {
-            assert_eq!(guard.before("api", BREAKER, t0), Ok(()));
-            guard.after("api", Outcome::Failed, BREAKER, t0);
+            assert_eq!(guard.before("api", "", BREAKER, t0), Ok(()));
+            guard.after("api", "", Outcome::Failed, BREAKER, t0);
         }
         assert_eq!(
-            guard.before("api", BREAKER, t0 + Duration::from_secs(4)),
+            guard.before("api", "", BREAKER, t0 + Duration::from_secs(4)),
             Err(Refusal::BreakerOpen(Duration::from_secs(6)))
         );
         assert_eq!(guard.views(t0)[0].state, "open");
         // Other backends are not held.
-        assert_eq!(guard.before("other", BREAKER, t0), Ok(()));
+        assert_eq!(guard.before("other", "", BREAKER, t0), Ok(()));
         // After the cool-down, one probe; the next waits.
         let t1 = t0 + Duration::from_secs(10);
-        assert_eq!(guard.before("api", BREAKER, t1), Ok(()));
-        assert!(guard.before("api", BREAKER, t1).is_err());
+        assert_eq!(guard.before("api", "", BREAKER, t1), Ok(()));
+        assert!(guard.before("api", "", BREAKER, t1).is_err());
         // The probe fails: open again for a cool-down.
-        guard.after("api", Outcome::Failed, BREAKER, t1);
+        guard.after("api", "", Outcome::Failed, BREAKER, t1);
         assert!(
             guard
-                .before("api", BREAKER, t1 + Duration::from_secs(9))
+                .before("api", "", BREAKER, t1 + Duration::from_secs(9))
                 .is_err()
         );
         // The next probe succeeds: closed.
         let t2 = t1 + Duration::from_secs(10);
-        assert_eq!(guard.before("api", BREAKER, t2), Ok(()));
-        guard.after("api", Outcome::Answered, BREAKER, t2);
-        assert_eq!(guard.before("api", BREAKER, t2), Ok(()));
+        assert_eq!(guard.before("api", "", BREAKER, t2), Ok(()));
+        guard.after("api", "", Outcome::Answered, BREAKER, t2);
+        assert_eq!(guard.before("api", "", BREAKER, t2), Ok(()));
         assert!(guard.views(t2).is_empty());
+    }
+
+    #[test]
+    fn a_retry_after_holds_that_credential_only() {
+        let guard = BackendGuard::default();
+        let t0 = Instant::now();
+        let wait = Duration::from_secs(5);
+        let held = Outcome::RetryAfter {
+            wait,
+            failed: false,
+        };
+        guard.after("api", "token-a", held, BREAKER, t0);
+        assert!(guard.before("api", "token-a", BREAKER, t0).is_err());
+        assert_eq!(guard.before("api", "token-b", BREAKER, t0), Ok(()));
     }
 
     #[test]
@@ -225,6 +262,7 @@ mod tests {
         let wait = Duration::from_secs(2);
         guard.after(
             "api",
+            "",
             Outcome::RetryAfter {
                 wait,
                 failed: false,
@@ -233,10 +271,10 @@ mod tests {
             t0,
         );
         assert_eq!(
-            guard.before("api", BREAKER, t0 + Duration::from_secs(1)),
+            guard.before("api", "", BREAKER, t0 + Duration::from_secs(1)),
             Err(Refusal::RetryAfter(Duration::from_secs(1)))
         );
-        assert_eq!(guard.before("api", BREAKER, t0 + wait), Ok(()));
+        assert_eq!(guard.before("api", "", BREAKER, t0 + wait), Ok(()));
     }
 
     #[test]

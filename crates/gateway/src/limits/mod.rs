@@ -305,9 +305,12 @@ impl Limits {
 
     /// Whether a call to `backend` may go now; a call let through is
     /// followed by [`Limits::backend_answered`].
-    pub fn backend(&self, backend: &str) -> Result<(), Limited> {
+    /// `credential` is a fingerprint of the credential the call carries
+    /// ([`credential_fingerprint`]): a backend's `Retry-After` holds the
+    /// calls with that credential.
+    pub fn backend(&self, backend: &str, credential: &str) -> Result<(), Limited> {
         self.backends
-            .before(backend, self.breaker(), Instant::now())
+            .before(backend, credential, self.breaker(), Instant::now())
             .map_err(|refusal| {
                 let (limit, retry_after) = match refusal {
                     Refusal::RetryAfter(wait) => (Limit::BackendRetryAfter, wait),
@@ -324,9 +327,9 @@ impl Limits {
     }
 
     /// How a call to `backend` let through by [`Limits::backend`] ended.
-    pub fn backend_answered(&self, backend: &str, outcome: Outcome) {
+    pub fn backend_answered(&self, backend: &str, credential: &str, outcome: Outcome) {
         self.backends
-            .after(backend, outcome, self.breaker(), Instant::now());
+            .after(backend, credential, outcome, self.breaker(), Instant::now());
     }
 
     fn breaker(&self) -> Breaker {
@@ -463,6 +466,30 @@ impl Limits {
             );
         }
     }
+}
+
+/// A short fingerprint of the credential a call carries: the values of
+/// `names` (its `Authorization`, the configured static headers) among
+/// `headers`, hashed, so backend guards tell credentials apart without
+/// keeping one.
+pub fn credential_fingerprint<'h>(
+    headers: impl IntoIterator<Item = &'h (String, String)>,
+    names: &[&str],
+) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for (name, value) in headers {
+        if names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            hasher.update(name.to_ascii_lowercase().as_bytes());
+            hasher.update(b"=");
+            hasher.update(value.as_bytes());
+            hasher.update(b"\n");
+        }
+    }
+    hasher.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// How a backend's answer counts for its guard: its status and

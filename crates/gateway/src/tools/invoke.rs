@@ -364,7 +364,12 @@ async fn call_http(
         Ok(slots) => slots,
         Err(limited) => return envelope::rate_limited(&limited),
     };
-    if let Err(limited) = context.limits.backend(host) {
+    // The credential the call carries: its Authorization and the static
+    // headers configured (a quota, and a Retry-After, are a credential's).
+    let mut credential_names: Vec<&str> = vec!["authorization"];
+    credential_names.extend(operation.backend.headers.keys().map(String::as_str));
+    let credential = crate::limits::credential_fingerprint(&outgoing.headers, &credential_names);
+    if let Err(limited) = context.limits.backend(host, &credential) {
         return envelope::rate_limited(&limited);
     }
     let started = std::time::Instant::now();
@@ -379,6 +384,7 @@ async fn call_http(
     let elapsed = started.elapsed();
     context.limits.backend_answered(
         host,
+        &credential,
         match &result {
             Ok(response) => crate::limits::outcome_of(
                 Some(response.status),

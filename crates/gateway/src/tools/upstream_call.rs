@@ -53,7 +53,8 @@ pub async fn call(
     // The trace goes on to an HTTP server (a process over stdio has no
     // headers).
     headers.extend(crate::telemetry::outgoing(&span, &context.caller.headers));
-    if let Err(limited) = context.limits.backend(&upstream.file) {
+    let credential = crate::limits::credential_fingerprint(&headers, &["authorization"]);
+    if let Err(limited) = context.limits.backend(&upstream.file, &credential) {
         return envelope::rate_limited(&limited);
     }
     let started = std::time::Instant::now();
@@ -74,6 +75,7 @@ pub async fn call(
     let elapsed = started.elapsed();
     context.limits.backend_answered(
         &upstream.file,
+        &credential,
         match &result {
             // A JSON-RPC error is an answer: the server is up.
             Ok(_) | Err(CallFailure::Refused(_)) => crate::limits::outcome_of(Some(200), None),
