@@ -465,3 +465,56 @@ async fn a_quota_per_caller_gives_each_caller_its_own() {
     assert_eq!(call_as(Some(BOT_KEY.1)).await["limit"], "quota_requests");
     assert_eq!(backend.hits.load(Ordering::SeqCst), 2);
 }
+
+/// Connection failures and time-outs trip the breaker as `5xx` do, and
+/// nothing is sent while it is open.
+#[tokio::test]
+async fn refused_connections_and_time_outs_trip_the_breaker_too() {
+    let limits = LimitsSettings {
+        breaker_failures: 2,
+        breaker_cooldown_ms: 60_000,
+        ..LimitsSettings::default()
+    };
+    // A port nothing listens on: every call is refused at connect.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nowhere = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let gw = gateway(&nowhere, limits.clone()).await;
+    for _ in 0..2 {
+        let reply = invoke(&gw).await;
+        assert_eq!(
+            reply.payload["error"], "backend_unavailable",
+            "{}",
+            reply.payload
+        );
+    }
+    let open = invoke(&gw).await;
+    assert_eq!(open.payload["limit"], "backend_breaker", "{}", open.payload);
+
+    // A backend slower than the call's time-out.
+    let (base, backend) = backend().await;
+    let sidecar = "backend:\n  timeoutMs: 100\n";
+    let gw = TestGateway::with_files(
+        &[
+            ("things.json", document(&base)),
+            ("things.sezzlee.yaml", sidecar.to_string()),
+        ],
+        |s: &mut Settings| s.limits = limits,
+    )
+    .await;
+    for _ in 0..2 {
+        let reply = gw.tool("invoke_tool", json!({"name": "get_slow"})).await;
+        assert_eq!(
+            reply.payload["error"], "backend_timeout",
+            "{}",
+            reply.payload
+        );
+    }
+    let open = gw.tool("invoke_tool", json!({"name": "get_slow"})).await;
+    assert_eq!(open.payload["limit"], "backend_breaker", "{}", open.payload);
+    assert_eq!(
+        backend.hits.load(Ordering::SeqCst),
+        2,
+        "nothing sent while open"
+    );
+}
