@@ -238,12 +238,13 @@ async fn the_breaker_opens_after_failures_sends_nothing_then_one_probe_closes_it
 
 const BOT_KEY: (&str, &str) = ("SEZZLEE_LIMITS_BOT_KEY_7F31", "limits-bot-key-4a9c2e");
 
-/// search_tools as the API key's caller (`key`) or anonymously.
-async fn search_as(gw: &TestGateway, key: Option<&str>) -> Value {
+/// `tool` with `arguments` as the API key's caller (`key`) or
+/// anonymously: the answer's JSON.
+async fn call_as(gw: &TestGateway, key: Option<&str>, tool: &str, arguments: Value) -> Value {
     let reply = gw
         .modern_custom(
             "tools/call",
-            json!({"name": "search_tools", "arguments": {"query": "thing"}}),
+            json!({"name": tool, "arguments": arguments}),
             |_, headers| {
                 if let Some(key) = key {
                     headers.push(("x-api-key", key.to_string()));
@@ -258,9 +259,29 @@ async fn search_as(gw: &TestGateway, key: Option<&str>) -> Value {
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
+/// search_tools as the API key's caller (`key`) or anonymously.
+async fn search_as(gw: &TestGateway, key: Option<&str>) -> Value {
+    call_as(gw, key, "search_tools", json!({"query": "thing"})).await
+}
+
+/// `[auth]` with one API key (`BOT_KEY`, subject `bot`; its variable is
+/// set by the test before the gateway's settings are made).
+fn bot_auth() -> sezzlee_gateway::settings::AuthSettings {
+    use sezzlee_gateway::settings::{ApiKeySettings, AuthSettings};
+    AuthSettings {
+        api_keys: vec![ApiKeySettings {
+            header: "x-api-key".to_string(),
+            key_env: BOT_KEY.0.to_string(),
+            subject: "bot".to_string(),
+            ..ApiKeySettings::default()
+        }],
+        ..AuthSettings::default()
+    }
+}
+
 #[tokio::test]
 async fn a_group_s_rate_replaces_the_default_for_its_callers_and_each_caller_has_its_own() {
-    use sezzlee_gateway::settings::{ApiKeySettings, AuthSettings, LimitGroup};
+    use sezzlee_gateway::settings::LimitGroup;
     set_test_variable(BOT_KEY.0, BOT_KEY.1);
     let (base, _backend) = backend().await;
     let gw = TestGateway::with_files(&[("things.json", document(&base))], |s: &mut Settings| {
@@ -274,15 +295,7 @@ async fn a_group_s_rate_replaces_the_default_for_its_callers_and_each_caller_has
             }],
             ..LimitsSettings::default()
         };
-        s.auth = Some(AuthSettings {
-            api_keys: vec![ApiKeySettings {
-                header: "x-api-key".to_string(),
-                key_env: BOT_KEY.0.to_string(),
-                subject: "bot".to_string(),
-                ..ApiKeySettings::default()
-            }],
-            ..AuthSettings::default()
-        });
+        s.auth = Some(bot_auth());
     })
     .await;
     // The anonymous caller is in no group: one search a second.
@@ -418,7 +431,6 @@ fn a_quota_that_cannot_be_meant_refuses_the_sidecar_at_its_key() {
 /// A quota `per: caller` counts each caller's calls on their own.
 #[tokio::test]
 async fn a_quota_per_caller_gives_each_caller_its_own() {
-    use sezzlee_gateway::settings::{ApiKeySettings, AuthSettings};
     set_test_variable(BOT_KEY.0, BOT_KEY.1);
     let (base, backend) = backend().await;
     let sidecar = "backend:\n  quota: {requests: 1, perSeconds: 3600, per: caller}\n";
@@ -427,42 +439,17 @@ async fn a_quota_per_caller_gives_each_caller_its_own() {
             ("things.json", document(&base)),
             ("things.sezzlee.yaml", sidecar.to_string()),
         ],
-        |s: &mut Settings| {
-            s.auth = Some(AuthSettings {
-                api_keys: vec![ApiKeySettings {
-                    header: "x-api-key".to_string(),
-                    key_env: BOT_KEY.0.to_string(),
-                    subject: "bot".to_string(),
-                    ..ApiKeySettings::default()
-                }],
-                ..AuthSettings::default()
-            });
-        },
+        |s: &mut Settings| s.auth = Some(bot_auth()),
     )
     .await;
-    let call_as = async |key: Option<&str>| {
-        let reply = gw
-            .modern_custom(
-                "tools/call",
-                json!({"name": "invoke_tool", "arguments": {"name": "get_thing"}}),
-                |_, headers| {
-                    if let Some(key) = key {
-                        headers.push(("x-api-key", key.to_string()));
-                    }
-                },
-            )
-            .await;
-        let text = reply.json()["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        serde_json::from_str::<Value>(&text).unwrap_or(Value::Null)
+    let invoke_as = async |key: Option<&str>| {
+        call_as(&gw, key, "invoke_tool", json!({"name": "get_thing"})).await
     };
-    assert!(call_as(None).await.get("error").is_none());
-    assert_eq!(call_as(None).await["limit"], "quota_requests");
+    assert!(invoke_as(None).await.get("error").is_none());
+    assert_eq!(invoke_as(None).await["limit"], "quota_requests");
     // The bot's own allowance is untouched by the anonymous caller's.
-    assert!(call_as(Some(BOT_KEY.1)).await.get("error").is_none());
-    assert_eq!(call_as(Some(BOT_KEY.1)).await["limit"], "quota_requests");
+    assert!(invoke_as(Some(BOT_KEY.1)).await.get("error").is_none());
+    assert_eq!(invoke_as(Some(BOT_KEY.1)).await["limit"], "quota_requests");
     assert_eq!(backend.hits.load(Ordering::SeqCst), 2);
 }
 
