@@ -12,6 +12,7 @@ mod backend;
 mod backend_credentials;
 mod boundaries;
 mod catalog_rules;
+mod changes;
 mod check_cli;
 mod client_cli;
 mod client_gateway;

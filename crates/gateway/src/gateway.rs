@@ -58,6 +58,8 @@ pub struct Gateway {
     pub embedder: Option<Arc<Embedder>>,
     pub backend: BackendClient,
     pub streams: Arc<Registry>,
+    /// What the last generations changed (`GET /changes`).
+    pub changes: crate::changes::ChangeHistory,
     /// `http://HOST:PORT` once bound: `${SEZZLEE_SELF}` in backend URLs.
     pub self_url: std::sync::OnceLock<String>,
     /// The address bound (`listen` may ask for port 0), once bound.
@@ -174,6 +176,7 @@ impl Gateway {
             )),
             embedder: search_model,
             limits: crate::limits::Limits::new(settings.limits.clone()),
+            changes: crate::changes::ChangeHistory::new(settings.change_history),
             flood_guard: Arc::new(crate::flood_guard::FloodGuard::new(
                 settings.limits.requests_per_second_per_address,
             )),

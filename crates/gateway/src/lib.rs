@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod backend;
+pub mod changes;
 pub mod config_error;
 pub mod demo;
 pub mod embedding;

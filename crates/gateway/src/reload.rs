@@ -398,6 +398,13 @@ fn rebuild_and_swap(
     let prepare = preparing.elapsed();
     let changed = served.catalog.fingerprint() != catalog.fingerprint();
     let generation = served.generation + u64::from(changed);
+    if changed {
+        // Kept before the swap: a listener told of the generation finds
+        // its changes at once.
+        gateway
+            .changes
+            .record(crate::changes::diff(&served.catalog, &catalog, generation));
+    }
     let tools = catalog.tools().len();
     let report = catalog.report;
     drop(served);

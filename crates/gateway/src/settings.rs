@@ -104,6 +104,8 @@ pub struct Settings {
     pub auth: Option<AuthSettings>,
     /// Rates per caller and what protects backends (`[limits]`).
     pub limits: LimitsSettings,
+    /// Generations whose changes `GET /changes` keeps (at least 1).
+    pub change_history: usize,
 }
 
 /// `[limits]`: how often each caller may call, and how struggling
@@ -431,6 +433,7 @@ impl Default for Settings {
             demo_backend: DemoBackend::Auto,
             auth: None,
             limits: LimitsSettings::default(),
+            change_history: 100,
         }
     }
 }
@@ -468,6 +471,7 @@ pub struct FileSettings {
     pub demo_backend: Option<DemoBackend>,
     pub auth: Option<AuthSettings>,
     pub limits: Option<LimitsSettings>,
+    pub change_history: Option<usize>,
 }
 
 /// Values given on the command line or in the environment (clap reads
@@ -639,6 +643,15 @@ impl Settings {
             s.demo_backend = v;
         }
         s.auth = file.auth;
+        if let Some(keep) = file.change_history {
+            if keep == 0 {
+                return Err(ConfigError::Value {
+                    setting: "change_history",
+                    message: "change_history must be at least 1".to_string(),
+                });
+            }
+            s.change_history = keep;
+        }
         if let Some(limits) = file.limits {
             limits.check()?;
             s.limits = limits;
