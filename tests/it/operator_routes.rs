@@ -1,7 +1,7 @@
 //! The operator's routes and the demo backend: real
 //! gateways on loopback, real HTTP requests with and without credentials.
 //!
-//! With `[auth]` configured, `/status` and `/metrics` answer only a
+//! With `[auth]` configured, `/status`, `/metrics` and `/changes` answer only a
 //! verified credential carrying `auth.admin_scope` (`sezzlee:admin` by
 //! default): without one, `401` with the MCP endpoint's challenge; with
 //! one lacking the scope, `403` naming it. `/healthz` and `/readyz` stay
@@ -65,7 +65,7 @@ fn bearer(token: &str) -> String {
     format!("Bearer {token}")
 }
 
-const OPERATOR_ROUTES: [&str; 2] = ["/status", "/metrics"];
+const OPERATOR_ROUTES: [&str; 3] = ["/status", "/metrics", "/changes"];
 const PROBES: [&str; 2] = ["/healthz", "/readyz"];
 
 /// Checks that `reply` is a refusal that shows nothing of the route.
