@@ -4,12 +4,8 @@
 //! answer `tool_changed` without diffing catalogs itself. Computed when a
 //! reload bumps the generation (one walk of both catalogs, sorted by
 //! name), kept for the last `change_history` generations, each entry's
-//! lists bounded.
+//! lists bounded. The route is `status::changes`.
 
-use axum::Json;
-use axum::extract::{Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use sezzlee_catalog::Catalog;
 use std::collections::VecDeque;
@@ -90,7 +86,8 @@ pub fn diff(before: &Catalog, after: &Catalog, generation: u64) -> Change {
 }
 
 impl Change {
-    fn to_value(&self) -> Value {
+    /// The entry as `/changes` shows it.
+    pub fn to_value(&self) -> Value {
         let at = httpdate::fmt_http_date(self.at);
         let named = |list: &[(String, String)]| -> Vec<Value> {
             list.iter()
@@ -147,38 +144,4 @@ impl ChangeHistory {
         let truncated = oldest_kept.is_some_and(|oldest| oldest > since + 1);
         (after, truncated)
     }
-}
-
-/// `?since=GEN`.
-#[derive(serde::Deserialize)]
-pub struct Since {
-    since: Option<String>,
-}
-
-/// `GET /changes?since=GEN`: the changes after generation GEN (0 when
-/// absent), oldest first, with the generation served now.
-pub async fn changes(
-    State(gateway): State<Arc<crate::gateway::Gateway>>,
-    Query(query): Query<Since>,
-) -> Response {
-    let since = match query.since.as_deref().map(str::parse::<u64>) {
-        None => 0,
-        Some(Ok(since)) => since,
-        Some(Err(_)) => {
-            return (
-                StatusCode::BAD_REQUEST,
-                Json(json!({"error": "since must be a generation: a whole number, 0 or more"})),
-            )
-                .into_response();
-        }
-    };
-    let generation = gateway.store.current().generation;
-    let (changes, truncated) = gateway.changes.since(since);
-    Json(json!({
-        "generation": generation,
-        "since": since,
-        "truncated": truncated,
-        "changes": changes.iter().map(|change| change.to_value()).collect::<Vec<_>>(),
-    }))
-    .into_response()
 }

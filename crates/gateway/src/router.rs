@@ -42,7 +42,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
     let operator = Router::new()
         .route("/status", get(crate::status::status))
         .route("/metrics", get(crate::status::metrics))
-        .route("/changes", get(crate::changes::changes))
+        .route("/changes", get(crate::status::changes))
         .route_layer(from_fn_with_state(
             gateway.clone(),
             crate::status::admin_only,

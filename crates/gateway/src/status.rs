@@ -1,4 +1,4 @@
-//! `GET /status` and `GET /metrics`: what an operator needs to see.
+//! `GET /status`, `GET /metrics` and `GET /changes`: what an operator needs to see.
 //!
 //! Status is JSON for people and scripts (what is running: version, build,
 //! uptime, the address bound and the catalogs folder; then generation,
@@ -15,7 +15,8 @@
 use crate::auth::resource;
 use crate::gateway::Gateway;
 use crate::reply::json_response;
-use axum::extract::{Request, State};
+use axum::Json;
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -337,4 +338,35 @@ pub async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
         out,
     )
         .into_response()
+}
+
+/// `?since=GEN`.
+#[derive(serde::Deserialize)]
+pub struct Since {
+    since: Option<String>,
+}
+
+/// `GET /changes?since=GEN`: the changes after generation GEN (0 when
+/// absent), oldest first, with the generation served now.
+pub async fn changes(State(gateway): State<Arc<Gateway>>, Query(query): Query<Since>) -> Response {
+    let since = match query.since.as_deref().map(str::parse::<u64>) {
+        None => 0,
+        Some(Ok(since)) => since,
+        Some(Err(_)) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"error": "since must be a generation: a whole number, 0 or more"})),
+            )
+                .into_response();
+        }
+    };
+    let generation = gateway.store.current().generation;
+    let (changes, truncated) = gateway.changes.since(since);
+    Json(json!({
+        "generation": generation,
+        "since": since,
+        "truncated": truncated,
+        "changes": changes.iter().map(|change| change.to_value()).collect::<Vec<_>>(),
+    }))
+    .into_response()
 }
