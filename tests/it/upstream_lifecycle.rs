@@ -299,9 +299,9 @@ async fn ten_kills_leave_no_process_descriptor_or_task_behind() {
     kill_cycles("ten-kills", 10).await;
 }
 
-/// About 50 s on 2 cores (half a second a cycle: the 250 ms back-off,
-/// python's start, the handshake and two pages): past the time the
-/// un-ignored tests may take, so a campaign; the ten cycles above run
+/// About 25 s on 2 cores (a quarter of a second a cycle: the 100 ms
+/// back-off, python's start, the handshake and two pages): past the time
+/// the un-ignored tests may take, so a campaign; the ten cycles above run
 /// every time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "slow campaign: `cargo test -- --include-ignored` runs it, as CI does"]

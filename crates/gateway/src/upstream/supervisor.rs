@@ -4,7 +4,7 @@
 //! stdio, or a 2026-07-28 `subscriptions/listen` stream over HTTP), the
 //! relist interval, or a call that found the server gone. A failure drops
 //! the connection (a stdio process is stopped) and reconnects with
-//! back-off (0.25 s doubling to 30 s); the last good listing stays what the
+//! back-off (0.1 s doubling to 30 s); the last good listing stays what the
 //! catalog serves meanwhile. Stopped when its file goes or changes, or at
 //! shutdown; a stdio process never outlives its supervisor.
 
@@ -23,8 +23,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::{Notify, broadcast};
 
-/// First wait after a failure; doubled per failure in a row.
-const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// First wait after a failure; doubled per failure in a row (a server
+/// that crashed once is back within a tenth of a second; one that keeps
+/// crashing waits longer and longer).
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// Longest wait between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Time allowed to connect and for each page of a listing, unless the
