@@ -49,16 +49,24 @@ struct State {
     /// probe whose caller went away never reports: after a cool-down it
     /// is presumed lost and another goes).
     probing: Option<Instant>,
-    retry_after_until: Option<Instant>,
+}
+
+/// The breakers of the backends that failed lately, and the `Retry-After`s
+/// held, by backend and credential.
+#[derive(Default)]
+struct Guarded {
+    breakers: HashMap<String, State>,
+    held: HashMap<String, Instant>,
 }
 
 /// The state of each backend.
 #[derive(Default)]
 pub struct BackendGuard {
-    backends: Mutex<HashMap<String, State>>,
+    backends: Mutex<Guarded>,
 }
 
-/// Backends tracked at most (the rest share one state).
+/// Backends (and held credentials) tracked at most (the rest of the
+/// breakers share one state).
 const MAX_BACKENDS: usize = 4096;
 /// Where backends past [`MAX_BACKENDS`] are tracked.
 const OTHER_BACKEND: &str = "(other)";
@@ -74,25 +82,32 @@ pub struct BreakerView {
 
 impl BackendGuard {
     /// Whether a call to `backend` may go at `now`. A call let through
-    /// must be followed by [`BackendGuard::after`].
-    /// `credential` tells apart the credentials calls carry (a
-    /// fingerprint, never the credential).
+    /// must be followed by [`BackendGuard::after`]. `credential` gives a
+    /// fingerprint of the credential the call carries (never the
+    /// credential); it is asked for only while some `Retry-After` is held.
+    /// A backend with nothing held and no failure costs one lock and two
+    /// lookups: healthy calls record nothing.
     pub fn before(
         &self,
         backend: &str,
-        credential: &str,
+        credential: &dyn Fn() -> String,
         breaker: Breaker,
         now: Instant,
     ) -> Result<(), Refusal> {
-        let mut backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
-        let held = state_of(&mut backends, &with_credential(backend, credential));
-        if let Some(until) = held.retry_after_until {
-            if until > now {
-                return Err(Refusal::RetryAfter(until - now));
+        let mut guard = self.backends.lock().unwrap_or_else(|p| p.into_inner());
+        let Guarded { held, breakers } = &mut *guard;
+        if !held.is_empty() {
+            let key = with_credential(backend, &credential());
+            if let Some(until) = held.get(&key).copied() {
+                if until > now {
+                    return Err(Refusal::RetryAfter(until - now));
+                }
+                held.remove(&key);
             }
-            held.retry_after_until = None;
         }
-        let state = state_of(&mut backends, backend);
+        let Some(state) = breakers.get_mut(backend) else {
+            return Ok(());
+        };
         if let Some(until) = state.open_until {
             if until > now {
                 return Err(Refusal::BreakerOpen(until - now));
@@ -112,41 +127,53 @@ impl BackendGuard {
     pub fn after(
         &self,
         backend: &str,
-        credential: &str,
+        credential: &dyn Fn() -> String,
         outcome: Outcome,
         breaker: Breaker,
         now: Instant,
     ) {
-        let mut backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.backends.lock().unwrap_or_else(|p| p.into_inner());
+        let Guarded { held, breakers } = &mut *guard;
         let failed = match outcome {
             Outcome::Answered => false,
             Outcome::Failed => true,
             Outcome::RetryAfter { wait, failed } => {
-                let held = state_of(&mut backends, &with_credential(backend, credential));
-                let until = now + wait;
-                held.retry_after_until =
-                    Some(held.retry_after_until.map_or(until, |u| u.max(until)));
+                if held.len() < MAX_BACKENDS {
+                    let until = now + wait;
+                    let entry = held
+                        .entry(with_credential(backend, &credential()))
+                        .or_insert(until);
+                    *entry = (*entry).max(until);
+                }
                 failed
             }
         };
-        let state = state_of(&mut backends, backend);
-        let probe = state.probing.take().is_some();
         if !failed {
-            state.failures_in_a_row = 0;
-            state.open_until = None;
+            // Back to closed: nothing left to remember.
+            breakers.remove(backend);
             return;
         }
+        if breaker.failures == 0 {
+            return;
+        }
+        let key = if breakers.contains_key(backend) || breakers.len() < MAX_BACKENDS {
+            backend
+        } else {
+            OTHER_BACKEND
+        };
+        let state = breakers.entry(key.to_string()).or_default();
+        let probe = state.probing.take().is_some();
         state.failures_in_a_row = state.failures_in_a_row.saturating_add(1);
-        let trips = breaker.failures > 0 && state.failures_in_a_row >= breaker.failures;
-        if probe || trips {
+        if probe || state.failures_in_a_row >= breaker.failures {
             state.open_until = Some(now + breaker.cooldown);
         }
     }
 
     /// Every backend whose breaker is not simply closed, for `/status`.
     pub fn views(&self, now: Instant) -> Vec<BreakerView> {
-        let backends = self.backends.lock().unwrap_or_else(|p| p.into_inner());
-        let mut views: Vec<BreakerView> = backends
+        let guard = self.backends.lock().unwrap_or_else(|p| p.into_inner());
+        let mut views: Vec<BreakerView> = guard
+            .breakers
             .iter()
             .filter(|(_, state)| state.failures_in_a_row > 0 || state.open_until.is_some())
             .map(|(backend, state)| BreakerView {
@@ -168,15 +195,6 @@ impl BackendGuard {
 /// The key a backend's `Retry-After` is kept under for one credential.
 fn with_credential(backend: &str, credential: &str) -> String {
     format!("{backend}#{credential}")
-}
-
-fn state_of<'s>(backends: &'s mut HashMap<String, State>, backend: &str) -> &'s mut State {
-    let key = if backends.contains_key(backend) || backends.len() < MAX_BACKENDS {
-        backend
-    } else {
-        OTHER_BACKEND
-    };
-    backends.entry(key.to_string()).or_default()
 }
 
 /// A `Retry-After` value: seconds, or an HTTP date; `None` when it is
@@ -206,38 +224,55 @@ mod tests {
         let guard = BackendGuard::default();
         let t0 = Instant::now();
         for _ in 0..2 {
-            assert_eq!(guard.before("api", "", BREAKER, t0), Ok(()));
-            guard.after("api", "", Outcome::Failed, BREAKER, t0);
+            assert_eq!(guard.before("api", &|| "".to_string(), BREAKER, t0), Ok(()));
+            guard.after("api", &|| "".to_string(), Outcome::Failed, BREAKER, t0);
         }
         // A success in between starts the count again.
-        guard.after("api", "", Outcome::Answered, BREAKER, t0);
+        guard.after("api", &|| "".to_string(), Outcome::Answered, BREAKER, t0);
         for _ in 0..3 {
-            assert_eq!(guard.before("api", "", BREAKER, t0), Ok(()));
-            guard.after("api", "", Outcome::Failed, BREAKER, t0);
+            assert_eq!(guard.before("api", &|| "".to_string(), BREAKER, t0), Ok(()));
+            guard.after("api", &|| "".to_string(), Outcome::Failed, BREAKER, t0);
         }
         assert_eq!(
-            guard.before("api", "", BREAKER, t0 + Duration::from_secs(4)),
+            guard.before(
+                "api",
+                &|| "".to_string(),
+                BREAKER,
+                t0 + Duration::from_secs(4)
+            ),
             Err(Refusal::BreakerOpen(Duration::from_secs(6)))
         );
         assert_eq!(guard.views(t0)[0].state, "open");
         // Other backends are not held.
-        assert_eq!(guard.before("other", "", BREAKER, t0), Ok(()));
+        assert_eq!(
+            guard.before("other", &|| "".to_string(), BREAKER, t0),
+            Ok(())
+        );
         // After the cool-down, one probe; the next waits.
         let t1 = t0 + Duration::from_secs(10);
-        assert_eq!(guard.before("api", "", BREAKER, t1), Ok(()));
-        assert!(guard.before("api", "", BREAKER, t1).is_err());
-        // The probe fails: open again for a cool-down.
-        guard.after("api", "", Outcome::Failed, BREAKER, t1);
+        assert_eq!(guard.before("api", &|| "".to_string(), BREAKER, t1), Ok(()));
         assert!(
             guard
-                .before("api", "", BREAKER, t1 + Duration::from_secs(9))
+                .before("api", &|| "".to_string(), BREAKER, t1)
+                .is_err()
+        );
+        // The probe fails: open again for a cool-down.
+        guard.after("api", &|| "".to_string(), Outcome::Failed, BREAKER, t1);
+        assert!(
+            guard
+                .before(
+                    "api",
+                    &|| "".to_string(),
+                    BREAKER,
+                    t1 + Duration::from_secs(9)
+                )
                 .is_err()
         );
         // The next probe succeeds: closed.
         let t2 = t1 + Duration::from_secs(10);
-        assert_eq!(guard.before("api", "", BREAKER, t2), Ok(()));
-        guard.after("api", "", Outcome::Answered, BREAKER, t2);
-        assert_eq!(guard.before("api", "", BREAKER, t2), Ok(()));
+        assert_eq!(guard.before("api", &|| "".to_string(), BREAKER, t2), Ok(()));
+        guard.after("api", &|| "".to_string(), Outcome::Answered, BREAKER, t2);
+        assert_eq!(guard.before("api", &|| "".to_string(), BREAKER, t2), Ok(()));
         assert!(guard.views(t2).is_empty());
     }
 
@@ -250,9 +285,16 @@ mod tests {
             wait,
             failed: false,
         };
-        guard.after("api", "token-a", held, BREAKER, t0);
-        assert!(guard.before("api", "token-a", BREAKER, t0).is_err());
-        assert_eq!(guard.before("api", "token-b", BREAKER, t0), Ok(()));
+        guard.after("api", &|| "token-a".to_string(), held, BREAKER, t0);
+        assert!(
+            guard
+                .before("api", &|| "token-a".to_string(), BREAKER, t0)
+                .is_err()
+        );
+        assert_eq!(
+            guard.before("api", &|| "token-b".to_string(), BREAKER, t0),
+            Ok(())
+        );
     }
 
     #[test]
@@ -262,7 +304,7 @@ mod tests {
         let wait = Duration::from_secs(2);
         guard.after(
             "api",
-            "",
+            &String::new,
             Outcome::RetryAfter {
                 wait,
                 failed: false,
@@ -271,10 +313,18 @@ mod tests {
             t0,
         );
         assert_eq!(
-            guard.before("api", "", BREAKER, t0 + Duration::from_secs(1)),
+            guard.before(
+                "api",
+                &|| "".to_string(),
+                BREAKER,
+                t0 + Duration::from_secs(1)
+            ),
             Err(Refusal::RetryAfter(Duration::from_secs(1)))
         );
-        assert_eq!(guard.before("api", "", BREAKER, t0 + wait), Ok(()));
+        assert_eq!(
+            guard.before("api", &|| "".to_string(), BREAKER, t0 + wait),
+            Ok(())
+        );
     }
 
     #[test]

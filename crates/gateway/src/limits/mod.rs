@@ -305,10 +305,11 @@ impl Limits {
 
     /// Whether a call to `backend` may go now; a call let through is
     /// followed by [`Limits::backend_answered`].
-    /// `credential` is a fingerprint of the credential the call carries
-    /// ([`credential_fingerprint`]): a backend's `Retry-After` holds the
-    /// calls with that credential.
-    pub fn backend(&self, backend: &str, credential: &str) -> Result<(), Limited> {
+    /// `credential` gives a fingerprint of the credential the call carries
+    /// ([`credential_fingerprint`], computed only when a `Retry-After` is
+    /// held): a backend's `Retry-After` holds the calls with that
+    /// credential.
+    pub fn backend(&self, backend: &str, credential: &dyn Fn() -> String) -> Result<(), Limited> {
         self.backends
             .before(backend, credential, self.breaker(), Instant::now())
             .map_err(|refusal| {
@@ -327,7 +328,12 @@ impl Limits {
     }
 
     /// How a call to `backend` let through by [`Limits::backend`] ended.
-    pub fn backend_answered(&self, backend: &str, credential: &str, outcome: Outcome) {
+    pub fn backend_answered(
+        &self,
+        backend: &str,
+        credential: &dyn Fn() -> String,
+        outcome: Outcome,
+    ) {
         self.backends
             .after(backend, credential, outcome, self.breaker(), Instant::now());
     }

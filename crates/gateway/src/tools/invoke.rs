@@ -368,7 +368,20 @@ async fn call_http(
     // headers configured (a quota, and a Retry-After, are a credential's).
     let mut credential_names: Vec<&str> = vec!["authorization"];
     credential_names.extend(operation.backend.headers.keys().map(String::as_str));
-    let credential = crate::limits::credential_fingerprint(&outgoing.headers, &credential_names);
+    // Only those headers are kept (usually none or one: no allocation
+    // otherwise); the hash is taken only while a Retry-After is held.
+    let credential_headers: Vec<(String, String)> = outgoing
+        .headers
+        .iter()
+        .filter(|(name, _)| {
+            credential_names
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(name))
+        })
+        .cloned()
+        .collect();
+    let credential =
+        || crate::limits::credential_fingerprint(&credential_headers, &credential_names);
     if let Err(limited) = context.limits.backend(host, &credential) {
         return envelope::rate_limited(&limited);
     }

@@ -53,7 +53,13 @@ pub async fn call(
     // The trace goes on to an HTTP server (a process over stdio has no
     // headers).
     headers.extend(crate::telemetry::outgoing(&span, &context.caller.headers));
-    let credential = crate::limits::credential_fingerprint(&headers, &["authorization"]);
+    let credential_headers: Vec<(String, String)> = headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        .cloned()
+        .collect();
+    let credential =
+        || crate::limits::credential_fingerprint(&credential_headers, &["authorization"]);
     if let Err(limited) = context.limits.backend(&upstream.file, &credential) {
         return envelope::rate_limited(&limited);
     }
