@@ -23,6 +23,14 @@ use std::time::Duration;
 
 /// Default per-backend timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The time a call to a backend (an API, or an upstream MCP server) may
+/// take: its `backend.timeoutMs`, else [`DEFAULT_TIMEOUT`].
+pub fn call_timeout(backend: &sezzlee_catalog::sidecar::BackendConfig) -> Duration {
+    backend
+        .timeout_ms
+        .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
+}
 /// Most response bytes read from a backend.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 

@@ -13,9 +13,9 @@ use super::envelope::{
     self, Code, Retry, ToolAnswer, invalid_type, quoted, quoted_up_to, unknown_tool,
 };
 use super::load::find_visible;
+use crate::backend::Failure;
 use crate::backend::request::{self, Problem};
 use crate::backend::response::BackendResponse;
-use crate::backend::{DEFAULT_TIMEOUT, Failure};
 use crate::metrics::BackendOutcome;
 use serde_json::{Map, Value, json};
 use sezzlee_catalog::sidecar::BackendConfig;
@@ -333,10 +333,7 @@ async fn call_http(
         Ok(outgoing) => outgoing,
         Err(problems) => return invalid_arguments(tool, problems),
     };
-    let timeout = operation
-        .backend
-        .timeout_ms
-        .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+    let timeout = crate::backend::call_timeout(&operation.backend);
     let span = tracing::info_span!(
         "backend.call",
         http.request.method = %outgoing.method,

@@ -11,12 +11,10 @@ use super::Context;
 use super::envelope::{self, Blocks, Code, Retry, ToolAnswer, quoted_up_to};
 use super::invoke::{authorization_for, caller_headers};
 use super::shape;
-use crate::backend::DEFAULT_TIMEOUT;
 use crate::metrics::BackendOutcome;
 use crate::upstream::CallFailure;
 use serde_json::{Map, Value, json};
 use sezzlee_catalog::{Tool, UpstreamTool};
-use std::time::Duration;
 
 /// Characters of a reason quoted from a failure.
 const MAX_REASON_CHARS: usize = 300;
@@ -40,10 +38,7 @@ pub async fn call(
         Err(answer) => return answer,
     };
     let mut headers = caller_headers(context, &spec.backend, authorization);
-    let timeout = spec
-        .backend
-        .timeout_ms
-        .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+    let timeout = crate::backend::call_timeout(&spec.backend);
     let span = tracing::info_span!(
         "upstream.call",
         gen_ai.tool.name = %tool.name,

@@ -29,9 +29,6 @@ use tokio::sync::{Notify, broadcast};
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// Longest wait between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// Time allowed to connect and for each page of a listing, unless the
-/// file's `backend.timeoutMs` says otherwise.
-const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What a supervisor works with.
 pub(super) struct Context {
@@ -201,12 +198,7 @@ fn working_dir(context: &Context) -> PathBuf {
 }
 
 fn request_timeout(context: &Context) -> Duration {
-    context
-        .upstream
-        .spec
-        .backend
-        .timeout_ms
-        .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_millis)
+    crate::backend::call_timeout(&context.upstream.spec.backend)
 }
 
 /// Lists every page and records it (waking the reloader when it differs).
