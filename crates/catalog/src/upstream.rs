@@ -240,6 +240,9 @@ pub struct UpstreamListing {
     /// Why the server is not answering now (its tools, if any, are the
     /// last good listing's).
     pub problem: Option<String>,
+    /// Tools the listing held that the gateway's client cannot call (by
+    /// name, and why), said as left out.
+    pub refused: Vec<(String, String)>,
     digest: [u8; 32],
 }
 
@@ -263,8 +266,24 @@ impl UpstreamListing {
         UpstreamListing {
             tools,
             problem,
+            refused: Vec::new(),
             digest: hasher.finalize().into(),
         }
+    }
+
+    /// The same listing with the tools the client refused, by name and why.
+    pub fn with_refused(mut self, refused: Vec<(String, String)>) -> UpstreamListing {
+        let mut hasher = Sha256::new();
+        hasher.update(self.digest);
+        for (name, why) in &refused {
+            hasher.update(b"refused\n");
+            hasher.update(name.as_bytes());
+            hasher.update(b"\n");
+            hasher.update(why.as_bytes());
+        }
+        self.digest = hasher.finalize().into();
+        self.refused = refused;
+        self
     }
 
     /// Equal digests: equal tools and problem (a build reuses the unit).

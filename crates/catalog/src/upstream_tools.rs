@@ -87,10 +87,21 @@ pub(crate) fn build_upstream(
         (None, Some(_)) => {}
     }
     let most = spec.max_tools.unwrap_or(DEFAULT_MAX_TOOLS);
-    let (kept, left_out) = match &listed {
+    let (kept, mut left_out) = match &listed {
         Some(tools) => read_listing(tools, most),
         None => (Vec::new(), Vec::new()),
     };
+    if let Some(listing) = listing {
+        left_out.extend(
+            listing
+                .refused
+                .iter()
+                .map(|(name, why)| super::upstream::LeftOut {
+                    tool: name.clone(),
+                    why: format!("the gateway cannot call it as listed: {why}"),
+                }),
+        );
+    }
     // A hostile listing may leave out thousands: the first are said one
     // by one, the rest counted.
     for left in left_out.iter().take(MAX_LEFT_OUT_SAID) {
@@ -403,6 +414,34 @@ mod tests {
         );
         let never = Catalog::build(&sources("t.mcp.yaml", spec, None, Some("no such command")));
         assert!(never.tools().is_empty());
+    }
+
+    #[test]
+    fn a_tool_the_client_cannot_call_is_said_left_out_with_why() {
+        let mut sources = Sources::from_files(
+            [("t.mcp.yaml".to_string(), b"url: http://a/mcp\n".to_vec())],
+            None,
+        );
+        let listing = UpstreamListing::new(Some(Arc::new(listed())), None).with_refused(vec![(
+            "weird".to_string(),
+            "x-mcp-header on an array".to_string(),
+        )]);
+        sources.set_listings(BTreeMap::from([(
+            Arc::from("t.mcp.yaml"),
+            Arc::new(listing),
+        )]));
+        let catalog = Catalog::build(&sources);
+        assert!(catalog.tool("weird").is_none());
+        assert!(
+            catalog
+                .diagnostics
+                .iter()
+                .any(|d| d.code == codes::UPSTREAM_TOOL_LEFT_OUT
+                    && d.message.contains("'weird'")
+                    && d.message.contains("x-mcp-header on an array")),
+            "{:?}",
+            catalog.diagnostics
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! (with whether the call may have reached it), timed out, or answered
 //! with a JSON-RPC error.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sezzlee_client::{Client, ClientError, StdioClient};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,27 +31,18 @@ pub enum CallFailure {
 }
 
 impl Connection {
-    /// Every page of the server's `tools/list`: the definitions as sent.
-    pub async fn list_tools(&self) -> Result<Vec<Value>, ClientError> {
+    /// Every page of the server's `tools/list`: the definitions as sent,
+    /// and the tools the client cannot call (by name, and why: an
+    /// `x-mcp-header` it cannot mirror), which the catalog says it left
+    /// out.
+    pub async fn list_tools(&self) -> Result<(Vec<Value>, Vec<(String, String)>), ClientError> {
         match self {
             Connection::Http(client) => {
                 let list = client.refresh_tools().await?;
-                Ok(list
-                    .tools
-                    .iter()
-                    .map(|tool| tool.definition.clone())
-                    .chain(list.rejected.iter().map(|(name, _)| {
-                        // Rejected by the client's own reading (a header
-                        // parameter it cannot mirror): listed by name, so
-                        // the catalog says why it is left out.
-                        Value::Object(Map::from_iter([(
-                            "name".to_string(),
-                            Value::String(name.clone()),
-                        )]))
-                    }))
-                    .collect())
+                let definitions = list.tools.iter().map(|tool| tool.definition.clone());
+                Ok((definitions.collect(), list.rejected.clone()))
             }
-            Connection::Stdio(client) => client.list_tools().await,
+            Connection::Stdio(client) => Ok((client.list_tools().await?, Vec::new())),
         }
     }
 

@@ -62,6 +62,8 @@ pub struct Upstream {
 struct State {
     /// The last listing that succeeded.
     tools: Option<Arc<Vec<Value>>>,
+    /// Tools of that listing the client cannot call, by name and why.
+    refused: Vec<(String, String)>,
     /// Why the server is not answering now, if it is not.
     problem: Option<String>,
     connection: Option<Connection>,
@@ -146,7 +148,8 @@ impl Upstreams {
             .iter()
             .map(|(file, upstream)| {
                 let state = upstream.state();
-                let listing = UpstreamListing::new(state.tools.clone(), state.problem.clone());
+                let listing = UpstreamListing::new(state.tools.clone(), state.problem.clone())
+                    .with_refused(state.refused.clone());
                 (file.clone(), Arc::new(listing))
             })
             .collect()

@@ -203,14 +203,17 @@ fn request_timeout(context: &Context) -> Duration {
 
 /// Lists every page and records it (waking the reloader when it differs).
 async fn list(context: &Context, connection: &Connection) -> Result<(), String> {
-    let tools = connection
+    let (tools, refused) = connection
         .list_tools()
         .await
         .map_err(|err| format!("tools/list failed: {err}"))?;
     let changed = {
         let mut state = context.upstream.state();
-        let changed = state.tools.as_deref() != Some(&tools) || state.problem.is_some();
+        let changed = state.tools.as_deref() != Some(&tools)
+            || state.refused != refused
+            || state.problem.is_some();
         state.tools = Some(Arc::new(tools));
+        state.refused = refused;
         state.problem = None;
         state.last_listed = Some(SystemTime::now());
         changed
