@@ -5,6 +5,12 @@
 //! reload bumps the generation (one walk of both catalogs, sorted by
 //! name), kept for the last `change_history` generations, each entry's
 //! lists bounded. The route is `status::changes`.
+//!
+//! The console shows what changed in a tool, not only that its version
+//! did: an entry also keeps the definitions (as `load_tool` gives them,
+//! pretty-printed) before and after of its first changed tools, within
+//! [`DEFINITION_BYTES_PER_ENTRY`], and only the newest
+//! [`ENTRIES_WITH_DEFINITIONS`] entries keep them.
 
 use serde_json::{Value, json};
 use sezzlee_catalog::Catalog;
@@ -14,9 +20,21 @@ use std::time::SystemTime;
 
 /// Names kept per list of one entry; the counts say how many there were.
 pub const MAX_NAMES_PER_ENTRY: usize = 1_000;
+/// Bytes of definitions (before and after) one entry keeps for diffs.
+pub const DEFINITION_BYTES_PER_ENTRY: usize = 256 * 1024;
+/// Entries, newest first, whose definitions are kept.
+pub const ENTRIES_WITH_DEFINITIONS: usize = 20;
+
+/// A changed tool's definition before and after, pretty-printed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Definitions {
+    pub name: String,
+    pub before: String,
+    pub after: String,
+}
 
 /// One generation's changes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct Change {
     pub generation: u64,
     pub at: SystemTime,
@@ -27,6 +45,21 @@ pub struct Change {
     /// How many of each there were (the lists keep the first
     /// [`MAX_NAMES_PER_ENTRY`]).
     pub counts: [usize; 3],
+    /// The first changed tools' definitions, within
+    /// [`DEFINITION_BYTES_PER_ENTRY`]; emptied when the entry is older
+    /// than the newest [`ENTRIES_WITH_DEFINITIONS`].
+    pub definitions: Mutex<Vec<Definitions>>,
+}
+
+impl PartialEq for Change {
+    fn eq(&self, other: &Change) -> bool {
+        self.generation == other.generation
+            && self.at == other.at
+            && self.added == other.added
+            && self.removed == other.removed
+            && self.changed == other.changed
+            && self.counts == other.counts
+    }
 }
 
 /// The tools `after` adds, removes and changes against `before`, as the
@@ -39,7 +72,10 @@ pub fn diff(before: &Catalog, after: &Catalog, generation: u64) -> Change {
         removed: Vec::new(),
         changed: Vec::new(),
         counts: [0; 3],
+        definitions: Mutex::new(Vec::new()),
     };
+    let mut definitions = Vec::new();
+    let mut definition_bytes = 0;
     let (old, new) = (before.tools(), after.tools());
     let (mut i, mut j) = (0, 0);
     while i < old.len() || j < new.len() {
@@ -76,16 +112,43 @@ pub fn diff(before: &Catalog, after: &Catalog, generation: u64) -> Change {
                             .changed
                             .push((b.name.clone(), a.version.clone(), b.version.clone()));
                     }
+                    if definition_bytes < DEFINITION_BYTES_PER_ENTRY {
+                        let pretty = |tool: &sezzlee_catalog::Tool| {
+                            serde_json::to_string_pretty(&tool.definition()).unwrap_or_default()
+                        };
+                        let (before, after) = (pretty(a), pretty(b));
+                        definition_bytes += before.len() + after.len();
+                        if definition_bytes <= DEFINITION_BYTES_PER_ENTRY {
+                            definitions.push(Definitions {
+                                name: b.name.clone(),
+                                before,
+                                after,
+                            });
+                        }
+                    }
                 }
                 i += 1;
                 j += 1;
             }
         }
     }
+    change.definitions = Mutex::new(definitions);
     change
 }
 
 impl Change {
+    /// `name`'s definitions before and after, when this entry kept them.
+    pub fn definitions_of(&self, name: &str) -> Option<Definitions> {
+        let kept = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
+        kept.iter().find(|d| d.name == name).cloned()
+    }
+
+    /// The names whose definitions this entry keeps.
+    pub fn names_with_definitions(&self) -> Vec<String> {
+        let kept = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
+        kept.iter().map(|d| d.name.clone()).collect()
+    }
+
     /// The entry as `/changes` shows it.
     pub fn to_value(&self) -> Value {
         let at = httpdate::fmt_http_date(self.at);
@@ -128,6 +191,25 @@ impl ChangeHistory {
         while entries.len() > self.keep {
             entries.pop_front();
         }
+        if let Some(aged) = entries
+            .len()
+            .checked_sub(ENTRIES_WITH_DEFINITIONS + 1)
+            .and_then(|i| entries.get(i))
+        {
+            aged.definitions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clear();
+        }
+    }
+
+    /// The entry of generation `generation`, while kept.
+    pub fn entry(&self, generation: u64) -> Option<Arc<Change>> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries
+            .iter()
+            .find(|change| change.generation == generation)
+            .cloned()
     }
 
     /// The changes after generation `since`, and whether some of them are

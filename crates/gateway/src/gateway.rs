@@ -60,6 +60,8 @@ pub struct Gateway {
     pub streams: Arc<Registry>,
     /// What the last generations changed (`GET /changes`).
     pub changes: crate::changes::ChangeHistory,
+    /// The last reloads, whatever they did (the console's Overview).
+    pub reloads: crate::reload_history::ReloadHistory,
     /// `http://HOST:PORT` once bound: `${SEZZLEE_SELF}` in backend URLs.
     pub self_url: std::sync::OnceLock<String>,
     /// The address bound (`listen` may ask for port 0), once bound.
@@ -167,7 +169,19 @@ impl Gateway {
             }
         };
         let prepared = PerToolCache::new(&catalog, search_model.as_deref());
+        let reloads = crate::reload_history::ReloadHistory::default();
+        reloads.record(crate::reload_history::Reload {
+            at: std::time::SystemTime::now() - build,
+            trigger: crate::reload_history::Trigger::Start,
+            result: "new generation",
+            generation: 0,
+            duration: build,
+            files_built: catalog.report.files_built,
+            files_reused: catalog.report.files_reused,
+            detail: None,
+        });
         let gateway = Arc::new(Gateway {
+            reloads,
             auth,
             backend,
             store: Arc::new(Store::new(

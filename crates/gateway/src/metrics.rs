@@ -70,6 +70,26 @@ impl Histogram {
             .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
     }
 
+    /// The histogram as JSON: bucket upper bounds in milliseconds with
+    /// their own (not cumulative) counts, the count and the mean.
+    fn to_value(&self) -> serde_json::Value {
+        let count = self.count.load(Ordering::Relaxed);
+        let buckets: Vec<serde_json::Value> = BUCKETS
+            .iter()
+            .zip(&self.buckets)
+            .map(|(bound, n)| serde_json::json!({"leMs": bound * 1000.0, "count": n.load(Ordering::Relaxed)}))
+            .collect();
+        let above =
+            count.saturating_sub(self.buckets.iter().map(|n| n.load(Ordering::Relaxed)).sum());
+        let sum_ms = self.sum_micros.load(Ordering::Relaxed) as f64 / 1000.0;
+        serde_json::json!({
+            "count": count,
+            "meanMs": if count == 0 { 0.0 } else { sum_ms / count as f64 },
+            "buckets": buckets,
+            "above": above,
+        })
+    }
+
     /// The histogram's lines (cumulative buckets) under `labels`.
     fn write(&self, out: &mut String, name: &str, labels: &str) {
         let mut cumulative = 0;
@@ -351,6 +371,70 @@ impl Metrics {
             figures.alive_tasks += metrics.num_alive_tasks();
         }
         figures
+    }
+
+    /// The tools', backends' and invocations' figures as JSON (the
+    /// console's Traffic page): the same counters `write` prints.
+    pub fn traffic(&self) -> serde_json::Value {
+        use serde_json::json;
+        let outcomes = |counts: &[u64]| -> serde_json::Map<String, serde_json::Value> {
+            counts
+                .iter()
+                .enumerate()
+                .filter(|(i, c)| **c > 0 || *i == 0)
+                .map(|(i, c)| (outcome_name(i).to_string(), json!(c)))
+                .collect()
+        };
+        let tools: Vec<serde_json::Value> = TOOLS
+            .iter()
+            .zip(&self.tools)
+            .map(|(tool, figures)| {
+                let counts: Vec<u64> = figures.outcomes.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+                json!({"tool": tool, "outcomes": outcomes(&counts), "latency": figures.latency.to_value()})
+            })
+            .collect();
+        let backends = self
+            .backends
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut hosts: Vec<serde_json::Value> = backends
+            .iter()
+            .map(|(host, figures)| {
+                let outcomes: serde_json::Map<String, serde_json::Value> = BACKEND_OUTCOMES
+                    .iter()
+                    .zip(&figures.outcomes)
+                    .map(|(name, c)| (name.to_string(), json!(c.load(Ordering::Relaxed))))
+                    .collect();
+                json!({"host": &**host, "outcomes": outcomes, "latency": figures.latency.to_value()})
+            })
+            .collect();
+        drop(backends);
+        hosts.sort_by(|a, b| a["host"].as_str().cmp(&b["host"].as_str()));
+        let invoked = self
+            .invoked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut targets: Vec<serde_json::Value> = invoked
+            .iter()
+            .map(|(label, counts)| {
+                // `tool="name"` or `document="file"`, as labelled.
+                let (kind, quoted) = label.split_once('=').unwrap_or(("tool", label));
+                let name = quoted
+                    .trim_matches('"')
+                    .replace("\\n", "\n")
+                    .replace("\\\"", "\"")
+                    .replace("\\\\", "\\");
+                json!({"kind": kind, "name": name, "outcomes": outcomes(counts), "calls": counts.iter().sum::<u64>()})
+            })
+            .collect();
+        drop(invoked);
+        targets.sort_by(|a, b| b["calls"].as_u64().cmp(&a["calls"].as_u64()));
+        json!({
+            "tools": tools,
+            "backends": hosts,
+            "invoked": targets,
+            "perToolUpTo": PER_TOOL_UP_TO,
+        })
     }
 
     /// The Prometheus text of every figure.

@@ -34,6 +34,7 @@
 
 use crate::gateway::Gateway;
 use crate::metrics::ReloadFailure;
+use crate::reload_history::{Reload, Trigger};
 use crate::settings::WatchMode;
 use crate::store::Snapshot;
 use notify::{RecursiveMode, Watcher};
@@ -43,7 +44,7 @@ use sezzlee_catalog::{
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::Notify;
 
 /// Longest a burst of events can postpone a rescan.
@@ -75,6 +76,9 @@ pub enum Outcome {
 pub struct Reloader {
     gateway: Arc<Gateway>,
     state: tokio::sync::Mutex<State>,
+    /// Refused reloads counted when the last rescan ended: a rescan that
+    /// raised the count refused a file.
+    refusals_seen: std::sync::atomic::AtomicU64,
 }
 
 /// What a rescan hands the next one.
@@ -88,6 +92,7 @@ struct State {
 impl Reloader {
     pub fn new(gateway: Arc<Gateway>, sources: Sources) -> Arc<Reloader> {
         Arc::new(Reloader {
+            refusals_seen: std::sync::atomic::AtomicU64::new(gateway.metrics.reload_failures()),
             gateway,
             state: tokio::sync::Mutex::new(State {
                 sources,
@@ -103,6 +108,51 @@ impl Reloader {
     /// schedules that rescan ([`Reloader::confirmation_due`]); a caller
     /// driving `rescan` by hand rescans again after the grace.
     pub async fn rescan(&self) -> Outcome {
+        self.rescan_because(Trigger::Requested).await
+    }
+
+    /// [`Reloader::rescan`], said in the reload history to be woken by
+    /// `trigger`.
+    pub async fn rescan_because(&self, trigger: Trigger) -> Outcome {
+        let started_at = SystemTime::now();
+        let started = Instant::now();
+        let (outcome, built) = self.rescan_inner().await;
+        let (result, detail) = match outcome {
+            Outcome::Unchanged => ("unchanged", None),
+            Outcome::Swapped => ("swapped", Some("files changed, but nothing an agent sees".to_string())),
+            Outcome::Bumped(_) => ("new generation", None),
+            Outcome::Held => ("held", Some("a file is missing: nothing is published until its deletion is confirmed (deletion_grace)".to_string())),
+            Outcome::Failed => ("failed", Some("the folder could not be read or the rebuild failed: the served catalog stays (see the log)".to_string())),
+        };
+        let refused = self.gateway.metrics.reload_failures();
+        let detail = match (
+            detail,
+            refused
+                > self
+                    .refusals_seen
+                    .swap(refused, std::sync::atomic::Ordering::Relaxed),
+        ) {
+            (None, true) if outcome != Outcome::Unchanged => Some(
+                "a changed file was refused (see the diagnostics): its last good version serves"
+                    .to_string(),
+            ),
+            (detail, _) => detail,
+        };
+        self.gateway.reloads.record(Reload {
+            at: started_at,
+            trigger,
+            result,
+            generation: self.gateway.store.current().generation,
+            duration: started.elapsed(),
+            files_built: built.map_or(0, |report| report.files_built),
+            files_reused: built.map_or(0, |report| report.files_reused),
+            detail,
+        });
+        outcome
+    }
+
+    /// The rescan itself, and what its rebuild (if any) built.
+    async fn rescan_inner(&self) -> (Outcome, Option<BuildReport>) {
         let mut state = self.state.lock().await;
         let previous = state.sources.clone();
         let absences = state.absences.clone();
@@ -119,14 +169,14 @@ impl Reloader {
                 self.gateway
                     .metrics
                     .reload_failed(ReloadFailure::FolderUnreadable);
-                return Outcome::Failed;
+                return (Outcome::Failed, None);
             }
             Err(err) => {
                 tracing::error!("catalog rebuild failed: {err}; the served catalog stays");
                 self.gateway
                     .metrics
                     .reload_failed(ReloadFailure::RebuildFailed);
-                return Outcome::Failed;
+                return (Outcome::Failed, None);
             }
         };
         let held = !absences.is_empty();
@@ -134,11 +184,12 @@ impl Reloader {
         state.absences = absences;
         drop(state);
         let Some(swapped) = swapped else {
-            return if held {
+            let outcome = if held {
                 Outcome::Held
             } else {
                 Outcome::Unchanged
             };
+            return (outcome, None);
         };
         let Swapped {
             generation,
@@ -201,11 +252,12 @@ impl Reloader {
             drop(replaced);
             drop(released);
         });
-        if changed {
+        let outcome = if changed {
             Outcome::Bumped(generation)
         } else {
             Outcome::Swapped
-        }
+        };
+        (outcome, Some(report))
     }
 
     /// When a rescan is due to confirm (or call off) the deletion of a
@@ -518,7 +570,7 @@ async fn upstream_loop(reloader: Arc<Reloader>) {
             () = changed.notified() => {}
             () = shutdown.begun() => break,
         }
-        reloader.rescan().await;
+        reloader.rescan_because(Trigger::UpstreamListing).await;
     }
     upstreams.stop_all();
 }
@@ -607,7 +659,7 @@ async fn debounce_loop(
                 break;
             }
         }
-        reloader.rescan().await;
+        reloader.rescan_because(Trigger::Files).await;
     }
 }
 

@@ -2,7 +2,8 @@
 //! flood guard, when a rate per address is set), its
 //! protected-resource metadata, the health routes (always open, for
 //! probes), the operator's routes (`/status`, `/metrics`: only for the
-//! admin scope once `[auth]` is configured) and the demo backend (while
+//! admin scope once `[auth]` is configured), the operator's console
+//! (`/console`, behind its own access rules) and the demo backend (while
 //! it is wanted).
 
 use crate::auth::resource::{self, METADATA_PATH};
@@ -48,6 +49,9 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             crate::status::admin_only,
         ));
     router = router.merge(operator);
+    if let Some(console) = crate::console::router(&gateway) {
+        router = router.merge(console);
+    }
     if gateway.settings.demo_backend != DemoBackend::Off {
         let demo =
             crate::demo::router().layer(from_fn_with_state(gateway.clone(), only_when_wanted));

@@ -106,6 +106,39 @@ pub struct Settings {
     pub limits: LimitsSettings,
     /// Generations whose changes `GET /changes` keeps (at least 1).
     pub change_history: usize,
+    /// The operator's console in the browser (`[console]`).
+    pub console: ConsoleSettings,
+}
+
+/// `[console]`: the operator's console at `/console` (the gateway's
+/// `console` module). On by default. With `[auth]` configured, only a
+/// credential with `scope` (or the admin scope) reads it; without, only
+/// callers on the loopback interface, unless `allow_remote` opens it to
+/// every address the gateway listens on.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConsoleSettings {
+    pub enabled: bool,
+    /// The scope (of a verified JWT or a configured API key) that opens
+    /// the console; the admin scope does too.
+    pub scope: String,
+    /// Without `[auth]`: serve the console to callers that are not on
+    /// the loopback interface (anyone who can reach the gateway then
+    /// sees what an operator sees).
+    pub allow_remote: bool,
+}
+
+/// The scope that opens the console when `console.scope` is not set.
+pub const DEFAULT_CONSOLE_SCOPE: &str = "sezzlee:console";
+
+impl Default for ConsoleSettings {
+    fn default() -> Self {
+        ConsoleSettings {
+            enabled: true,
+            scope: DEFAULT_CONSOLE_SCOPE.to_string(),
+            allow_remote: false,
+        }
+    }
 }
 
 /// `[limits]`: how often each caller may call, and how struggling
@@ -434,6 +467,7 @@ impl Default for Settings {
             auth: None,
             limits: LimitsSettings::default(),
             change_history: 100,
+            console: ConsoleSettings::default(),
         }
     }
 }
@@ -472,6 +506,7 @@ pub struct FileSettings {
     pub auth: Option<AuthSettings>,
     pub limits: Option<LimitsSettings>,
     pub change_history: Option<usize>,
+    pub console: Option<ConsoleSettings>,
 }
 
 /// Values given on the command line or in the environment (clap reads
@@ -651,6 +686,15 @@ impl Settings {
                 });
             }
             s.change_history = keep;
+        }
+        if let Some(console) = file.console {
+            if console.scope.trim().is_empty() {
+                return Err(ConfigError::Value {
+                    setting: "console.scope",
+                    message: "console.scope must name a scope".to_string(),
+                });
+            }
+            s.console = console;
         }
         if let Some(limits) = file.limits {
             limits.check()?;

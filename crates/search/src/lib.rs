@@ -87,6 +87,7 @@ mod analysis;
 mod common;
 mod dictionary;
 mod effects;
+mod explain;
 mod field;
 mod index;
 mod layout;
@@ -99,6 +100,7 @@ mod words;
 
 pub use analysis::{SearchFields, ToolWords, analyse_document};
 pub use effects::{KeywordEffect, KeywordEffects};
+pub use explain::{KeywordExplanation, MatchKind, WordMatch, explain};
 pub use index::SearchIndex;
 pub use words::{
     MAX_KEYWORDS, fold, is_stopword, keywords, query_keywords, singular, tokens as folded_tokens,

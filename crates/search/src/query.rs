@@ -243,6 +243,14 @@ impl SearchIndex {
         }
     }
 
+    /// Whether `word` ranks the tools of an API whose name it is (the
+    /// API's tools are few enough of the catalog: see `score_keyword`).
+    pub fn ranks_by_api_name(&self, word: &str) -> bool {
+        self.dictionary
+            .group(&singular(&api_term(word)))
+            .is_some_and(|group| self.group_postings(group).len() * DENSE_FROM < self.doc_count)
+    }
+
     /// The group of tokens with the same singular form as `word`.
     fn group_of(&self, word: &str) -> Option<u32> {
         self.dictionary.group(&singular(word))

@@ -359,13 +359,25 @@ impl Authenticator {
     /// catalog's files and diagnostics, the auth setup and the traffic,
     /// which are the operator's, not every caller's.
     pub fn admin_access(&self, caller: &Caller, headers: &HeaderMap) -> Result<(), AdminRefusal> {
+        self.scoped_access(caller, headers, None)
+    }
+
+    /// [`Authenticator::admin_access`], also letting in a credential
+    /// carrying `also` (the console's scope).
+    pub fn scoped_access(
+        &self,
+        caller: &Caller,
+        headers: &HeaderMap,
+        also: Option<&str>,
+    ) -> Result<(), AdminRefusal> {
         if !self.configured {
             return Ok(());
         }
         if caller.credentials.credential() != Credential::Verified {
             return Err(AdminRefusal::Unauthenticated(refusal_of(caller, headers)));
         }
-        if caller.credentials.has_scope(&self.admin_scope) {
+        let carries = |scope: &str| caller.credentials.has_scope(scope);
+        if carries(&self.admin_scope) || also.is_some_and(carries) {
             Ok(())
         } else {
             Err(AdminRefusal::InsufficientScope)

@@ -88,7 +88,17 @@ pub fn admin_refusal(
     headers: &HeaderMap,
     refusal: AdminRefusal,
 ) -> Response {
-    let scope = gateway.auth.admin_scope();
+    scoped_refusal(gateway, headers, refusal, gateway.auth.admin_scope())
+}
+
+/// [`admin_refusal`] of a route opened by `scope` (one scope, or a few
+/// said as "a or b").
+pub fn scoped_refusal(
+    gateway: &Resource<'_>,
+    headers: &HeaderMap,
+    refusal: AdminRefusal,
+    scope: &str,
+) -> Response {
     let (status, value, message) = match refusal {
         AdminRefusal::Unauthenticated(refusal) => {
             let (value, _) = challenge_of(gateway, headers, refusal);

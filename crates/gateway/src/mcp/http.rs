@@ -230,7 +230,7 @@ fn tool_response(id: &Value, result: &CallToolResult) -> Response {
         .into_response()
 }
 
-fn sse_response(subscription: super::listen::Subscription) -> Response {
+pub(crate) fn sse_response(subscription: super::listen::Subscription) -> Response {
     let mut response = Response::new(Body::from_stream(subscription.into_stream()));
     let headers = response.headers_mut();
     headers.insert(
