@@ -17,6 +17,7 @@ mod check_cli;
 mod client_cli;
 mod client_gateway;
 mod compaction;
+mod console;
 mod corpus;
 mod demo_catalog;
 mod deploy_manifests;

@@ -119,24 +119,32 @@ impl Reloader {
         let (outcome, built) = self.rescan_inner().await;
         let (result, detail) = match outcome {
             Outcome::Unchanged => ("unchanged", None),
-            Outcome::Swapped => ("swapped", Some("files changed, but nothing an agent sees".to_string())),
+            Outcome::Swapped => ("swapped", Some("files changed, but nothing an agent sees")),
             Outcome::Bumped(_) => ("new generation", None),
-            Outcome::Held => ("held", Some("a file is missing: nothing is published until its deletion is confirmed (deletion_grace)".to_string())),
-            Outcome::Failed => ("failed", Some("the folder could not be read or the rebuild failed: the served catalog stays (see the log)".to_string())),
-        };
-        let refused = self.gateway.metrics.reload_failures();
-        let detail = match (
-            detail,
-            refused
-                > self
-                    .refusals_seen
-                    .swap(refused, std::sync::atomic::Ordering::Relaxed),
-        ) {
-            (None, true) if outcome != Outcome::Unchanged => Some(
-                "a changed file was refused (see the diagnostics): its last good version serves"
-                    .to_string(),
+            Outcome::Held => (
+                "held",
+                Some(
+                    "a file is missing: nothing is published until its deletion is confirmed (deletion_grace)",
+                ),
             ),
-            (detail, _) => detail,
+            Outcome::Failed => (
+                "failed",
+                Some(
+                    "the folder could not be read or the rebuild failed: the served catalog stays (see the log)",
+                ),
+            ),
+        };
+        // Refused files are counted by the rebuild (`reload_failed`): a
+        // rescan that raised the count refused one.
+        let refused = self.gateway.metrics.reload_failures();
+        let refused_now = refused
+            > self
+                .refusals_seen
+                .swap(refused, std::sync::atomic::Ordering::Relaxed);
+        let detail = if refused_now && outcome != Outcome::Failed {
+            Some("a changed file was refused (see the diagnostics): its last good version serves")
+        } else {
+            detail
         };
         self.gateway.reloads.record(Reload {
             at: started_at,
@@ -146,7 +154,7 @@ impl Reloader {
             duration: started.elapsed(),
             files_built: built.map_or(0, |report| report.files_built),
             files_reused: built.map_or(0, |report| report.files_reused),
-            detail,
+            detail: detail.map(str::to_string),
         });
         outcome
     }
