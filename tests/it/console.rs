@@ -374,7 +374,7 @@ async fn with_auth_the_api_needs_the_console_or_the_admin_scope() {
 async fn a_post_from_another_site_or_not_json_is_refused_and_does_nothing() {
     let gw = without_auth().await;
     let body = json!({"query": "orders"});
-    let own = format!("{}", gw.base);
+    let own = gw.base.clone();
     let ok = post(
         &gw,
         "/console/api/search",
@@ -509,6 +509,10 @@ async fn the_playground_gives_search_tools_page_and_says_why() {
     assert_eq!(wrong_type.json()["isError"], true, "{}", wrong_type.text);
 }
 
+/// A caller: its label, its credential as pasted in the console, and
+/// the same as request headers.
+type Pasted<'a> = (&'a str, Value, Vec<(&'a str, &'a str)>);
+
 /// What `search_tools` gives `headers`: every visible name and the total.
 async fn seen_by(gw: &TestGateway, headers: &[(&str, &str)]) -> (Vec<String>, u64) {
     let body = modern_request(
@@ -532,7 +536,7 @@ async fn as_a_caller_shows_exactly_what_search_tools_shows_that_caller() {
     let gw = with_auth().await;
     let console = [("x-console-key", CONSOLE_KEY.1)];
     let admin_jwt = format!("Bearer {}", hs256_token(JWT_SECRET.1, "al", "shop:admin"));
-    let callers: Vec<(&str, Value, Vec<(&str, &str)>)> = vec![
+    let callers: Vec<Pasted> = vec![
         ("anonymous", json!({}), vec![]),
         (
             "staff key",
