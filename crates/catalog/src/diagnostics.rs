@@ -165,6 +165,9 @@ impl fmt::Display for Diagnostic {
 pub mod codes {
     pub const PARSE_ERROR: &str = "parse_error";
     pub const UNSUPPORTED_DOCUMENT: &str = "unsupported_document";
+    /// A supported version written as a number (`swagger: 2.0`): read,
+    /// with a warning to quote it.
+    pub const VERSION_AS_NUMBER: &str = "version_as_number";
     pub const UNRESOLVED_REF: &str = "unresolved_ref";
     pub const NAME_COLLISION: &str = "name_collision";
     pub const REVISION_OVERRIDDEN: &str = "revision_overridden";

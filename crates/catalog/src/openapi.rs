@@ -29,41 +29,110 @@ const METHODS: [&str; 8] = [
 
 /// The document's dialect; `None` for files that are not API documents
 /// (shared schema files other documents `$ref`).
+///
+/// The version is a string (`"3.0.3"`, `"2.0"`). Hand-written YAML often
+/// says `swagger: 2.0` or `openapi: 3.0`, which YAML reads as numbers:
+/// a number naming a supported version is accepted with a
+/// `version_as_number` warning saying to quote it; any other value is
+/// refused, and the message says what was found and what is wanted.
 pub(crate) fn dialect_of(
     rel: &str,
     root: &Value,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Dialect> {
     if let Some(version) = root.get("openapi") {
-        let text = version.as_str().unwrap_or_default();
-        if text.starts_with("3.0") {
-            return Some(Dialect::OpenApi30);
-        }
-        if text.starts_with("3.1") {
-            return Some(Dialect::OpenApi31);
-        }
-        diagnostics.push(Diagnostic::error(
-            codes::UNSUPPORTED_DOCUMENT,
-            rel,
-            "/openapi",
-            format!(
-                "OpenAPI version {version} is not supported (3.0.x, 3.1.x and Swagger 2.0 are)"
-            ),
-        ));
-        return None;
+        let (text, number) = version_text(version);
+        let dialect = if text.starts_with("3.0") {
+            Some(Dialect::OpenApi30)
+        } else if text.starts_with("3.1") {
+            Some(Dialect::OpenApi31)
+        } else {
+            None
+        };
+        return match (dialect, number) {
+            (Some(dialect), false) => Some(dialect),
+            (Some(dialect), true) => {
+                diagnostics.push(Diagnostic::warning(
+                    codes::VERSION_AS_NUMBER,
+                    rel,
+                    "/openapi",
+                    format!(
+                        "the OpenAPI version is written as the number {text}, not a string; \
+                         read as OpenAPI {text}.x: quote it, with its patch number \
+                         (openapi: \"{text}.0\")"
+                    ),
+                ));
+                Some(dialect)
+            }
+            (None, _) => {
+                diagnostics.push(Diagnostic::error(
+                    codes::UNSUPPORTED_DOCUMENT,
+                    rel,
+                    "/openapi",
+                    format!(
+                        "OpenAPI version {} is not supported: write a string naming 3.0.x or \
+                         3.1.x (openapi: \"3.0.3\", \"3.1.0\"), or swagger: \"2.0\" for \
+                         Swagger 2.0",
+                        shown(version)
+                    ),
+                ));
+                None
+            }
+        };
     }
     if let Some(version) = root.get("swagger") {
-        if version.as_str() == Some("2.0") {
+        let (text, number) = version_text(version);
+        if text == "2.0" {
+            if number {
+                diagnostics.push(Diagnostic::warning(
+                    codes::VERSION_AS_NUMBER,
+                    rel,
+                    "/swagger",
+                    "the Swagger version is written as the number 2.0, not a string; read \
+                     as Swagger 2.0: quote it (swagger: \"2.0\")",
+                ));
+            }
             return Some(Dialect::Swagger2);
         }
         diagnostics.push(Diagnostic::error(
             codes::UNSUPPORTED_DOCUMENT,
             rel,
             "/swagger",
-            format!("Swagger version {version} is not supported (only 2.0 is)"),
+            format!(
+                "Swagger version {} is not supported: only Swagger 2.0 is, written as the \
+                 string \"2.0\" (or an OpenAPI 3.0.x or 3.1.x document)",
+                shown(version)
+            ),
         ));
     }
     None
+}
+
+/// A version's text, and whether it was written as a number (`2.0`,
+/// `3.1` read by YAML as floats; `3` as an integer). A number keeps its
+/// one decimal (`2.0`, not `2`).
+fn version_text(version: &Value) -> (String, bool) {
+    match version {
+        Value::String(text) => (text.clone(), false),
+        Value::Number(number) => {
+            let text = match number.as_f64() {
+                Some(value) if number.is_f64() && value.fract() == 0.0 => format!("{value:.1}"),
+                _ => number.to_string(),
+            };
+            (text, true)
+        }
+        _ => (String::new(), false),
+    }
+}
+
+/// A version value as a message shows it: a string in quotes, anything
+/// else as JSON with its kind.
+fn shown(version: &Value) -> String {
+    match version {
+        Value::String(text) => format!("\"{text}\""),
+        Value::Number(_) => format!("{version} (a number)"),
+        other => format!("{other} (not a string)"),
+    }
 }
 
 pub(crate) fn sidecar_for(
@@ -801,10 +870,9 @@ mod tests {
             json!({"openapi": "4.0.0"}),
             json!({"openapi": "2.0"}),
             json!({"swagger": "1.2"}),
-            // Unquoted in YAML these are numbers, not the strings the
-            // specifications require.
-            json!({"openapi": 3.0}),
-            json!({"swagger": 2.0}),
+            json!({"openapi": 4.0}),
+            json!({"swagger": 1.2}),
+            json!({"swagger": true}),
         ] {
             assert_eq!(dialect_of("a.json", &root, &mut diagnostics), None);
         }
@@ -812,33 +880,91 @@ mod tests {
             .iter()
             .map(|d| (d.code, d.pointer.as_str(), d.message.as_str()))
             .collect();
+        let openapi = |shown: &str| {
+            format!(
+                "OpenAPI version {shown} is not supported: write a string naming 3.0.x or 3.1.x \
+                 (openapi: \"3.0.3\", \"3.1.0\"), or swagger: \"2.0\" for Swagger 2.0"
+            )
+        };
+        let swagger = |shown: &str| {
+            format!(
+                "Swagger version {shown} is not supported: only Swagger 2.0 is, written as the \
+                 string \"2.0\" (or an OpenAPI 3.0.x or 3.1.x document)"
+            )
+        };
+        let expected = [
+            ("unsupported_document", "/openapi", openapi("\"4.0.0\"")),
+            ("unsupported_document", "/openapi", openapi("\"2.0\"")),
+            ("unsupported_document", "/swagger", swagger("\"1.2\"")),
+            (
+                "unsupported_document",
+                "/openapi",
+                openapi("4.0 (a number)"),
+            ),
+            (
+                "unsupported_document",
+                "/swagger",
+                swagger("1.2 (a number)"),
+            ),
+            (
+                "unsupported_document",
+                "/swagger",
+                swagger("true (not a string)"),
+            ),
+        ];
+        let expected: Vec<(&str, &str, &str)> = expected
+            .iter()
+            .map(|(c, p, m)| (*c, *p, m.as_str()))
+            .collect();
+        assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn a_supported_version_written_as_a_number_is_read_with_a_warning_to_quote_it() {
+        // Unquoted in YAML, `swagger: 2.0` and `openapi: 3.0` are numbers,
+        // not the strings the specifications require; hand-written files
+        // often say so. The message never contradicts itself.
+        let mut diagnostics = Vec::new();
+        let yaml = |text: &str| -> Value { serde_yaml_ng::from_str(text).expect("YAML") };
+        assert_eq!(
+            dialect_of("a.yaml", &yaml("swagger: 2.0"), &mut diagnostics),
+            Some(Dialect::Swagger2)
+        );
+        assert_eq!(
+            dialect_of("a.yaml", &yaml("openapi: 3.0"), &mut diagnostics),
+            Some(Dialect::OpenApi30)
+        );
+        assert_eq!(
+            dialect_of("a.yaml", &yaml("openapi: 3.1"), &mut diagnostics),
+            Some(Dialect::OpenApi31)
+        );
+        let found: Vec<(&str, Severity, &str, &str)> = diagnostics
+            .iter()
+            .map(|d| (d.code, d.severity, d.pointer.as_str(), d.message.as_str()))
+            .collect();
         assert_eq!(
             found,
             [
                 (
-                    "unsupported_document",
-                    "/openapi",
-                    "OpenAPI version \"4.0.0\" is not supported (3.0.x, 3.1.x and Swagger 2.0 are)"
-                ),
-                (
-                    "unsupported_document",
-                    "/openapi",
-                    "OpenAPI version \"2.0\" is not supported (3.0.x, 3.1.x and Swagger 2.0 are)"
-                ),
-                (
-                    "unsupported_document",
+                    "version_as_number",
+                    Severity::Warning,
                     "/swagger",
-                    "Swagger version \"1.2\" is not supported (only 2.0 is)"
+                    "the Swagger version is written as the number 2.0, not a string; read as \
+                     Swagger 2.0: quote it (swagger: \"2.0\")"
                 ),
                 (
-                    "unsupported_document",
+                    "version_as_number",
+                    Severity::Warning,
                     "/openapi",
-                    "OpenAPI version 3.0 is not supported (3.0.x, 3.1.x and Swagger 2.0 are)"
+                    "the OpenAPI version is written as the number 3.0, not a string; read as \
+                     OpenAPI 3.0.x: quote it, with its patch number (openapi: \"3.0.0\")"
                 ),
                 (
-                    "unsupported_document",
-                    "/swagger",
-                    "Swagger version 2.0 is not supported (only 2.0 is)"
+                    "version_as_number",
+                    Severity::Warning,
+                    "/openapi",
+                    "the OpenAPI version is written as the number 3.1, not a string; read as \
+                     OpenAPI 3.1.x: quote it, with its patch number (openapi: \"3.1.0\")"
                 ),
             ]
         );
