@@ -444,6 +444,61 @@ mod tests {
         );
     }
 
+    /// A tool whose inputSchema nests `depth` levels of `items` below its
+    /// one property (built in memory: no parser's own limit stands before
+    /// the converter's).
+    fn nested_tool(name: &str, depth: usize) -> Value {
+        let mut node = json!({"type": "string"});
+        for _ in 0..depth {
+            node = json!({"type": "array", "items": node});
+        }
+        json!({"name": name, "inputSchema": {"type": "object", "properties": {"deep": node}}})
+    }
+
+    #[test]
+    fn schemas_nested_to_the_limit_build_on_a_default_thread_and_deeper_ones_are_refused() {
+        // The test's own thread: 2 MiB of stack, in an unoptimised build
+        // too (CI's). The whole build runs on it: conversion, compaction,
+        // packing and the definition's size.
+        // The input object, its `properties` and the property: three JSON
+        // levels above the nested ones. The deepest served nests as deep
+        // as JSON is read back; one more level is refused, and so is a
+        // schema far deeper than the converter goes.
+        let at_the_limit = crate::schema::MAX_JSON_DEPTH - 3;
+        let tools = vec![
+            nested_tool("at_the_limit", at_the_limit),
+            nested_tool("beyond_the_limit", at_the_limit + 1),
+            nested_tool("far_beyond", 4 * crate::schema::MAX_DEPTH),
+        ];
+        let catalog = Catalog::build(&sources(
+            "t.mcp.yaml",
+            "url: http://a/mcp\n",
+            Some(tools),
+            None,
+        ));
+        let served: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(served, ["at_the_limit"]);
+        let refused: Vec<(&str, &str)> = catalog
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "invalid_operation")
+            .map(|d| (d.pointer.as_str(), d.message.as_str()))
+            .collect();
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        for (pointer, message) in refused {
+            assert!(pointer.starts_with("/tools/"), "{pointer}");
+            assert!(message.contains("nested too deeply"), "{message}");
+        }
+        let tool = catalog.tool("at_the_limit").unwrap();
+        let mut schema = tool.definition()["inputSchema"]["properties"]["deep"].clone();
+        let mut levels = 0;
+        while let Some(items) = schema.get("items") {
+            schema = items.clone();
+            levels += 1;
+        }
+        assert_eq!(levels, at_the_limit, "served whole, not read back as {{}}");
+    }
+
     #[test]
     fn namespaces_come_from_the_file_name_when_not_given() {
         let spec = UpstreamSpec::default();

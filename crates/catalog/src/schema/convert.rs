@@ -36,8 +36,32 @@ const FORMATS_2020_12: [&str; 19] = [
     "relative-json-pointer",
     "regex",
 ];
-/// Deepest schema nesting we convert; deeper input is refused, not a crash.
-const MAX_DEPTH: usize = 256;
+/// Deepest schema nesting we convert; deeper input is refused, not a
+/// crash. Every walk of a schema (conversion, compaction, packing, the
+/// definition's size) recurses once per level: at 128 levels the whole
+/// build fits a 2 MiB thread stack even unoptimised (the stack of Rust's
+/// spawned threads, of tokio's blocking pool and of tests), which 256
+/// did not.
+pub(crate) const MAX_DEPTH: usize = 128;
+/// Deepest JSON nesting of a converted schema's root: its text is read
+/// back when a definition is written (`PackedSchema::unpack`), and
+/// serde_json reads 127 levels at most (its recursion limit of 128; most
+/// clients' parsers bound theirs too). A schema converted deeper is
+/// refused here instead of being read back as `{}`.
+pub(crate) const MAX_JSON_DEPTH: usize = 127;
+/// Whether `map`, as a JSON object, nests deeper than `limit` levels
+/// (the object itself is level 1). Stops as soon as it knows.
+fn json_depth_over(map: &Map<String, Value>, limit: usize) -> bool {
+    fn over(value: &Value, room: usize) -> bool {
+        match value {
+            Value::Object(map) => room == 0 || map.values().any(|v| over(v, room - 1)),
+            Value::Array(items) => room == 0 || items.iter().any(|v| over(v, room - 1)),
+            _ => false,
+        }
+    }
+    limit == 0 || map.values().any(|v| over(v, limit - 1))
+}
+
 struct DefEntry {
     def: Arc<Def>,
     deps: Vec<RefTarget>,
@@ -152,6 +176,11 @@ impl<'r> Converter<'r> {
                     .cloned(),
             );
             defs.insert(entry.def.name.clone(), entry.def.clone());
+        }
+        if json_depth_over(&root, MAX_JSON_DEPTH) {
+            return Err(format!(
+                "a schema nested too deeply to convert (over {MAX_JSON_DEPTH} levels of JSON)"
+            ));
         }
         Ok(Schema {
             root,
@@ -1374,29 +1403,33 @@ mod tests {
             }
             node
         };
-        // An unoptimised build needs more than a test thread's 2 MiB stack
-        // to recurse MAX_DEPTH levels (about 200 fit): give it room.
-        let results = std::thread::Builder::new()
-            .stack_size(64 * 1024 * 1024)
-            .spawn(move || {
-                [MAX_DEPTH, MAX_DEPTH + 1].map(|depth| {
-                    convert_in(
-                        Dialect::OpenApi31,
-                        json!({}),
-                        nested(depth),
-                        Direction::Input,
-                    )
-                    .map(|_| ())
-                })
-            })
-            .unwrap()
-            .join()
-            .unwrap();
+        // On the test's own thread (2 MiB of stack), unoptimised too: the
+        // limits stop well before the stack does.
+        let results = [
+            MAX_JSON_DEPTH - 1,
+            MAX_JSON_DEPTH,
+            MAX_DEPTH + 1,
+            4 * MAX_DEPTH,
+        ]
+        .map(|depth| {
+            convert_in(
+                Dialect::OpenApi31,
+                json!({}),
+                nested(depth),
+                Direction::Input,
+            )
+            .map(|_| ())
+        });
+        let too_deep = "a schema nested too deeply to convert".to_string();
+        let too_deep_json =
+            format!("a schema nested too deeply to convert (over {MAX_JSON_DEPTH} levels of JSON)");
         assert_eq!(
             results,
             [
                 Ok(()),
-                Err("a schema nested too deeply to convert".to_string())
+                Err(too_deep_json),
+                Err(too_deep.clone()),
+                Err(too_deep)
             ]
         );
     }

@@ -12,6 +12,8 @@
 mod convert;
 
 pub use convert::{Converter, Reached};
+#[cfg(test)]
+pub(crate) use convert::{MAX_DEPTH, MAX_JSON_DEPTH};
 
 use super::fingerprint::{
     CanonicalSink, CharCount, write_canonical_object, write_canonical_to, write_string,
