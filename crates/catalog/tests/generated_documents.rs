@@ -1066,3 +1066,197 @@ fn an_empty_tuple_of_items_is_left_out() {
         assert_strict(&catalog, &document).unwrap();
     }
 }
+
+// ------------------------------------------- left-out members in required
+
+/// A member's role, told by its name's prefix: `p_` plain, `ro_`
+/// `readOnly` (left out of input), `wo_` `writeOnly` (left out of output).
+const ROLES: [&str; 3] = ["p_", "ro_", "wo_"];
+
+/// A document whose one operation sends and returns an object composed of
+/// a base (members of every role, flagged on the member or on a `$ref`'d
+/// definition) and an extension (`allOf`: an inline part with its own
+/// members, or the base `$ref`'d beside its own `required`), nested at a
+/// random depth under properties and items, with `required` lists naming
+/// members of every role, in the base, the extension, and an inline part
+/// nested in a part.
+fn composition_document() -> impl Strategy<Value = Value> {
+    (
+        prop::collection::vec((0usize..3, any::<bool>()), 1..6),
+        prop::collection::vec(0usize..3, 0..4),
+        prop::collection::vec(any::<u8>(), 1..6),
+        prop::collection::vec(any::<u8>(), 0..3),
+        0usize..4,
+        any::<u8>(),
+    )
+        .prop_map(|(base, own, picks, base_picks, depth, bits)| {
+            let flagged = |role: usize| match role {
+                1 => json!({"type": "string", "readOnly": true}),
+                2 => json!({"type": "string", "writeOnly": true}),
+                _ => json!({"type": "string"}),
+            };
+            let by_ref = |role: usize| match role {
+                1 => json!({"$ref": "#/components/schemas/RoStamp"}),
+                2 => json!({"$ref": "#/components/schemas/WoSecret"}),
+                _ => json!({"type": "string"}),
+            };
+            let base_names: Vec<String> = base
+                .iter()
+                .enumerate()
+                .map(|(i, (role, _))| format!("{}b{i}", ROLES[*role]))
+                .collect();
+            let own_names: Vec<String> = own
+                .iter()
+                .enumerate()
+                .map(|(i, role)| format!("{}e{i}", ROLES[*role]))
+                .collect();
+            let all: Vec<&String> = base_names.iter().chain(&own_names).collect();
+            let pick = |bytes: &[u8]| -> Vec<Value> {
+                bytes.iter().map(|b| json!(all[usize::from(*b) % all.len()])).collect()
+            };
+            let base_properties: Map<String, Value> = base
+                .iter()
+                .zip(&base_names)
+                .map(|((role, via_ref), name)| {
+                    (name.clone(), if *via_ref { by_ref(*role) } else { flagged(*role) })
+                })
+                .collect();
+            let base_required: Vec<Value> = base_picks
+                .iter()
+                .map(|b| json!(base_names[usize::from(*b) % base_names.len()]))
+                .collect();
+            let mut base_schema = json!({"type": "object", "properties": base_properties});
+            if !base_required.is_empty() {
+                base_schema["required"] = Value::Array(base_required);
+            }
+            let own_properties: Map<String, Value> = own
+                .iter()
+                .zip(&own_names)
+                .map(|(role, name)| (name.clone(), flagged(*role)))
+                .collect();
+            let base_ref = json!({"$ref": "#/components/schemas/Base"});
+            let (first, rest) = picks.split_at(picks.len().div_ceil(2));
+            let extension = match bits % 3 {
+                // An inline part lists what the base defines.
+                0 => json!({"allOf": [base_ref, {"type": "object", "properties": own_properties, "required": pick(first)}]}),
+                // The composing object's own required, beside its parts.
+                1 => json!({"type": "object", "properties": own_properties, "required": pick(first), "allOf": [base_ref]}),
+                // A part nested in a part.
+                _ => json!({"allOf": [base_ref, {"allOf": [{"properties": own_properties, "required": pick(first)}]}]}),
+            };
+            let extension = if rest.is_empty() {
+                extension
+            } else {
+                json!({"allOf": [extension, {"required": pick(rest)}]})
+            };
+            let inline = bits & 8 == 8;
+            let mut body = if inline {
+                extension.clone()
+            } else {
+                json!({"$ref": "#/components/schemas/Extended"})
+            };
+            for level in 0..depth {
+                body = if level % 2 == 0 {
+                    json!({"type": "object", "properties": {"wrap": body}, "required": ["wrap"]})
+                } else {
+                    json!({"type": "array", "items": body})
+                };
+            }
+            if body.get("type") == Some(&json!("array")) {
+                body = json!({"type": "object", "properties": {"list": body}});
+            }
+            let content = |schema: &Value| json!({"application/json": {"schema": schema}});
+            json!({
+                "openapi": if bits & 16 == 16 { "3.1.0" } else { "3.0.3" },
+                "info": {"title": "t", "version": "1"},
+                "paths": {"/things": {"post": {
+                    "operationId": "make",
+                    "requestBody": {"required": true, "content": content(&body)},
+                    "responses": {"200": {"description": "ok", "content": content(&body)}}
+                }}},
+                "components": {"schemas": {
+                    "RoStamp": {"type": "string", "readOnly": true},
+                    "WoSecret": {"type": "string", "writeOnly": true},
+                    "Base": base_schema,
+                    "Extended": extension,
+                }}
+            })
+        })
+}
+
+/// The names every `required` of `schema` lists (its `$defs` included).
+fn required_names(schema: &Value) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    walk(schema, "", &mut |key, value, _| {
+        if key == "required" {
+            names.extend(
+                value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str().map(str::to_string)),
+            );
+        }
+    });
+    names
+}
+
+/// A member left out for its direction (`readOnly` in input, `writeOnly`
+/// in output) is required nowhere in that direction's schema, at any depth
+/// and in any part of a composition; every other member listed as required
+/// stays required somewhere.
+#[test]
+fn members_left_out_for_their_direction_are_required_nowhere() {
+    let options = sezzlee_catalog::BuildOptions {
+        output_depth: 64,
+        ..sezzlee_catalog::BuildOptions::default()
+    };
+    check(
+        "left-out members",
+        64,
+        composition_document(),
+        |document| -> Result<(), TestCaseError> {
+            let sources = Sources::from_files(
+                [(
+                    "api.json".to_string(),
+                    serde_json::to_vec(&document).unwrap(),
+                )],
+                None,
+            );
+            let catalog = Catalog::build_with(&sources, &options);
+            let tool = catalog
+                .tool("make")
+                .ok_or_else(|| TestCaseError::fail("no tool"))?;
+            let listed = required_names(&document);
+            let input = required_names(&tool.input_schema.to_value());
+            let output = tool
+                .output_schema
+                .as_ref()
+                .map(|s| required_names(&s.to_value()))
+                .unwrap_or_default();
+            for (direction, required, left_out, kept) in [
+                ("input", &input, "ro_", "wo_"),
+                ("output", &output, "wo_", "ro_"),
+            ] {
+                let wrong: Vec<&String> = required
+                    .iter()
+                    .filter(|n| n.starts_with(left_out))
+                    .collect();
+                prop_assert!(
+                    wrong.is_empty(),
+                    "{direction} still requires {wrong:?}\ndocument: {document}"
+                );
+                for name in listed
+                    .iter()
+                    .filter(|n| n.starts_with("p_") || n.starts_with(kept))
+                {
+                    prop_assert!(
+                        required.contains(name),
+                        "{direction} lost required {name}\ndocument: {document}"
+                    );
+                }
+            }
+            assert_strict(&catalog, &document)
+        },
+    );
+}

@@ -188,6 +188,64 @@ impl<'r> Converter<'r> {
         })
     }
 
+    /// The members a composed object leaves out in this direction and no
+    /// part of it keeps: its own `properties`, those of its `allOf` parts
+    /// and of a `$ref` beside them (followed), whose names cannot stay in
+    /// any `required` of the composition. (A member flagged `readOnly` in
+    /// a base schema and required by the schema extending it is the usual
+    /// case.)
+    fn left_out_of_composition(
+        &self,
+        file: &Arc<str>,
+        map: &Map<String, Value>,
+        direction: Direction,
+    ) -> BTreeSet<String> {
+        let mut dropped = BTreeSet::new();
+        let mut kept = BTreeSet::new();
+        self.composition_members(file, map, direction, 0, &mut dropped, &mut kept);
+        dropped.retain(|name| !kept.contains(name));
+        dropped
+    }
+
+    fn composition_members(
+        &self,
+        file: &Arc<str>,
+        map: &Map<String, Value>,
+        direction: Direction,
+        hops: usize,
+        dropped: &mut BTreeSet<String>,
+        kept: &mut BTreeSet<String>,
+    ) {
+        /// Parts and references followed at most (cycles end here).
+        const MAX_HOPS: usize = 8;
+        if let Some(Value::Object(members)) = map.get("properties") {
+            for (name, member) in members {
+                if self.is_left_out(file, member, direction) {
+                    dropped.insert(name.clone());
+                } else {
+                    kept.insert(name.clone());
+                }
+            }
+        }
+        if hops >= MAX_HOPS {
+            return;
+        }
+        let mut parts: Vec<&Value> = Vec::new();
+        if let Some(Value::Array(items)) = map.get("allOf") {
+            parts.extend(items);
+        }
+        let own_ref = map.get("$ref").map(|reference| json!({"$ref": reference}));
+        parts.extend(own_ref.as_ref());
+        for part in parts {
+            let Ok((part_file, part)) = self.resolver.follow(file, part) else {
+                continue;
+            };
+            if let Value::Object(part) = part {
+                self.composition_members(&part_file, part, direction, hops + 1, dropped, kept);
+            }
+        }
+    }
+
     /// Whether a member schema is left out in this direction: `readOnly`
     /// members of input, `writeOnly` members of output (looking through a
     /// `$ref`, where many documents put the flag).
@@ -303,7 +361,12 @@ impl<'r> Converter<'r> {
         for (key, value) in map {
             self.convert_keyword(file, key, value, map, direction, reached, depth, &mut out)?;
         }
-        drop_left_out_from_required(map, &mut out);
+        if out.contains_key("required") || out.contains_key("allOf") {
+            let gone = self.left_out_of_composition(file, map, direction);
+            if !gone.is_empty() {
+                drop_from_required(&mut out, &gone);
+            }
+        }
         if self.dialect.is_legacy() && self.is_nullable(map) {
             return Ok(make_nullable(out));
         }
@@ -578,31 +641,24 @@ fn unique_strings(value: &Value) -> Vec<Value> {
     names
 }
 
-/// Members removed for their direction (`readOnly` in input, `writeOnly` in
-/// output) cannot stay required.
-fn drop_left_out_from_required(source: &Map<String, Value>, out: &mut Map<String, Value>) {
-    let (Some(before), Some(after)) = (
-        source.get("properties").and_then(Value::as_object),
-        out.get("properties").and_then(Value::as_object),
-    ) else {
-        return;
-    };
-    if before.len() == after.len() {
-        return;
-    }
-    let removed: Vec<String> = before
-        .keys()
-        .filter(|name| !after.contains_key(*name))
-        .cloned()
-        .collect();
+/// Removes `gone` from the node's `required`, and from the `required` of
+/// its inline `allOf` parts (a part that only lists what another part
+/// defines), recursively; a part that is a `$ref` is a definition of its
+/// own, converted once for every schema that uses it.
+fn drop_from_required(out: &mut Map<String, Value>, gone: &BTreeSet<String>) {
     if let Some(Value::Array(required)) = out.get_mut("required") {
-        required.retain(|name| {
-            !name
-                .as_str()
-                .is_some_and(|n| removed.iter().any(|r| r == n))
-        });
+        required.retain(|name| !name.as_str().is_some_and(|n| gone.contains(n)));
         if required.is_empty() {
             out.remove("required");
+        }
+    }
+    if let Some(Value::Array(parts)) = out.get_mut("allOf") {
+        for part in parts {
+            if let Value::Object(part) = part
+                && !part.contains_key("$ref")
+            {
+                drop_from_required(part, gone);
+            }
         }
     }
 }
@@ -1098,6 +1154,157 @@ mod tests {
         assert_eq!(
             converted.unwrap(),
             json!({"type": "object", "properties": {"id": {"type": "integer", "readOnly": true}}})
+        );
+    }
+
+    /// A base with a server-computed `id`, extended by schemas that list
+    /// it as required.
+    fn base_document() -> Value {
+        json!({"components": {"schemas": {
+            "Base": {"type": "object", "required": ["id"], "properties": {
+                "id": {"type": "string", "readOnly": true},
+                "token": {"type": "string", "writeOnly": true},
+                "kind": {"type": "string"}
+            }},
+            "Extended": {"allOf": [
+                {"$ref": "#/components/schemas/Base"},
+                {"type": "object", "required": ["id", "name", "token"], "properties": {"name": {"type": "string"}}}
+            ]}
+        }}})
+    }
+
+    #[test]
+    fn a_read_only_member_of_an_all_of_part_leaves_every_required_of_the_composition() {
+        let document = base_document();
+        // The composing part's `required`, inline.
+        let inline = json!({"allOf": [
+            {"$ref": "#/components/schemas/Base"},
+            {"type": "object", "required": ["id", "name", "token"], "properties": {"name": {"type": "string"}}}
+        ]});
+        let converted = convert_in(
+            Dialect::OpenApi30,
+            document.clone(),
+            inline,
+            Direction::Input,
+        )
+        .unwrap();
+        assert_eq!(
+            converted["allOf"][1]["required"],
+            json!(["name", "token"]),
+            "{converted}"
+        );
+        assert_eq!(
+            converted["$defs"]["Base"].get("required"),
+            None,
+            "{converted}"
+        );
+        // The composing object's own `required`, beside the parts.
+        let beside = json!({"type": "object", "required": ["id", "kind"], "allOf": [{"$ref": "#/components/schemas/Base"}]});
+        let converted = convert_in(
+            Dialect::OpenApi30,
+            document.clone(),
+            beside,
+            Direction::Input,
+        )
+        .unwrap();
+        assert_eq!(converted["required"], json!(["kind"]), "{converted}");
+        // A `$ref` with siblings (3.1).
+        let sibling = json!({"$ref": "#/components/schemas/Base", "required": ["id", "kind"]});
+        let converted = convert_in(
+            Dialect::OpenApi31,
+            document.clone(),
+            sibling,
+            Direction::Input,
+        )
+        .unwrap();
+        assert_eq!(converted["required"], json!(["kind"]), "{converted}");
+        // A definition composed of others, reached through a reference,
+        // nested deep in a body.
+        let nested = json!({"type": "object", "properties": {"order": {"type": "object", "properties": {
+            "items": {"type": "array", "items": {"$ref": "#/components/schemas/Extended"}}
+        }}}});
+        let converted = convert_in(
+            Dialect::OpenApi30,
+            document.clone(),
+            nested,
+            Direction::Input,
+        )
+        .unwrap();
+        assert_eq!(
+            converted["$defs"]["Extended"]["allOf"][1]["required"],
+            json!(["name", "token"]),
+            "{converted}"
+        );
+        // An inline part nested in another part.
+        let deeper = json!({"allOf": [
+            {"$ref": "#/components/schemas/Base"},
+            {"allOf": [{"required": ["id", "kind"]}]}
+        ]});
+        let converted = convert_in(Dialect::OpenApi30, document, deeper, Direction::Input).unwrap();
+        assert_eq!(
+            converted["allOf"][1]["allOf"][0]["required"],
+            json!(["kind"]),
+            "{converted}"
+        );
+    }
+
+    #[test]
+    fn a_write_only_member_of_an_all_of_part_leaves_the_output_s_required() {
+        let converted = convert_in(
+            Dialect::OpenApi30,
+            base_document(),
+            json!({"$ref": "#/components/schemas/Extended"}),
+            Direction::Output,
+        )
+        .unwrap();
+        assert_eq!(
+            converted["$defs"]["Extended"]["allOf"][1]["required"],
+            json!(["id", "name"]),
+            "{converted}"
+        );
+        assert_eq!(
+            converted["$defs"]["Base"]["required"],
+            json!(["id"]),
+            "{converted}"
+        );
+    }
+
+    #[test]
+    fn a_member_another_part_keeps_stays_required() {
+        // `id` is read-only in Base but an ordinary member of the second
+        // part: the caller sends it, so it stays required.
+        let schema = json!({"allOf": [
+            {"$ref": "#/components/schemas/Base"},
+            {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}}
+        ]});
+        let converted = convert_in(
+            Dialect::OpenApi30,
+            base_document(),
+            schema,
+            Direction::Input,
+        )
+        .unwrap();
+        assert_eq!(
+            converted["allOf"][1]["required"],
+            json!(["id"]),
+            "{converted}"
+        );
+        // Alternatives are not a composition: each stands alone.
+        let alternatives = json!({"oneOf": [
+            {"$ref": "#/components/schemas/Base"},
+            {"type": "object", "required": ["id"]}
+        ]});
+        let converted = convert_in(
+            Dialect::OpenApi30,
+            base_document(),
+            alternatives,
+            Direction::Input,
+        )
+        .unwrap();
+        assert_eq!(
+            converted["oneOf"][1]["required"],
+            json!(["id"]),
+            "{converted}"
         );
     }
 
