@@ -100,7 +100,12 @@ pub fn explain(
         .filter(|word| only_stopwords || !is_stopword(word))
         .map(|keyword| KeywordExplanation {
             keyword: keyword.clone(),
-            matches: matches_of(keyword, &terms, only_stopwords, index.ranks_by_api_name(keyword)),
+            matches: matches_of(
+                keyword,
+                &terms,
+                only_stopwords,
+                index.ranks_by_api_name(keyword),
+            ),
         })
         .collect()
 }

@@ -240,22 +240,18 @@ fn explain(served: &crate::store::Snapshot, query: &str, names: &[&str]) -> Expl
                 .as_ref()
                 .zip(vectors.as_ref())
                 .and_then(|(vector, vectors)| vectors.cosine(vector, position));
-            let matches: Vec<Value> = sezzlee_search::explain(
-                catalog.search_index(),
-                &tool.name,
-                &tool.words,
-                &keywords,
-            )
-                .iter()
-                .map(|k| {
-                    json!({
-                        "keyword": k.keyword,
-                        "matches": k.matches.iter().map(|m| json!({
-                            "word": m.word, "kind": m.kind.as_str(), "fields": m.fields,
-                        })).collect::<Vec<_>>(),
+            let matches: Vec<Value> =
+                sezzlee_search::explain(catalog.search_index(), &tool.name, &tool.words, &keywords)
+                    .iter()
+                    .map(|k| {
+                        json!({
+                            "keyword": k.keyword,
+                            "matches": k.matches.iter().map(|m| json!({
+                                "word": m.word, "kind": m.kind.as_str(), "fields": m.fields,
+                            })).collect::<Vec<_>>(),
+                        })
                     })
-                })
-                .collect();
+                    .collect();
             Some(json!({
                 "name": tool.name,
                 "keywordRank": keyword_rank.map(|r| r + 1),
