@@ -15,7 +15,12 @@
 #      same Node 22) over stdio, beside an OpenAPI document
 #      (tests/interop/test_upstreams.py, which starts its own gateways and
 #      servers; its latency figures go to target/interop-upstream-figures.json),
-#   2. the official MCP conformance suite at 2026-07-28 and at 2025-11-25, each
+#   2. the operator's console (/console) in a real browser: Debian's Chromium,
+#      headless, driven by puppeteer-core on the same Node 22
+#      (tests/interop/console.test.mjs, node:test; it starts its own gateways;
+#      screenshots of each page go to target/console-screenshots/, and to
+#      docs/console/ with SEZZLEE_CONSOLE_SCREENSHOTS=update),
+#   3. the official MCP conformance suite at 2026-07-28 and at 2025-11-25, each
 #      judged against its conformance-expected-failures-*.yml.
 #
 #   bash tests/interop/run.sh
@@ -24,11 +29,15 @@
 # Everything it installs or writes stays under target/: target/interop-venv
 # (Python), target/interop-node (Node 22, the suite and oidc-provider),
 # target/interop-sezzlee.log (the gateway's log), target/interop-pytest.xml,
-# target/interop-conformance-REV/ (per-check results) and
-# target/interop-conformance-REV.log (the suite's full output). Needs python3,
-# npm and cargo; installs python3-venv with apt-get only if `python3 -m venv`
-# cannot work. Exits non-zero if anything failed; the last line is
-# "N passed, M failed" (pytest tests plus conformance checks; expected
+# target/interop-console.tap (the console tests' results),
+# target/console-screenshots/, target/interop-conformance-REV/ (per-check
+# results) and target/interop-conformance-REV.log (the suite's full output).
+# Needs python3, npm and cargo, and Chromium ($SEZZLEE_TEST_CHROMIUM, default
+# /usr/bin/chromium: apt-get install chromium; puppeteer-core downloads no
+# browser; without it the console tests are skipped, or failed when CI is
+# set); installs python3-venv with apt-get only if `python3 -m venv` cannot
+# work. Exits non-zero if anything failed; the last line is "N passed, M
+# failed" (pytest tests, console tests and conformance checks; expected
 # conformance failures are not counted).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -118,7 +127,7 @@ EOF
 fi
 echo "sezzlee ready at $URL (log: $SERVER_LOG)"
 
-step "Node 22, the conformance suite, oidc-provider and server-everything (npm ci into $NODE_PREFIX)"
+step "Node 22, the conformance suite, oidc-provider, server-everything and puppeteer-core (npm ci into $NODE_PREFIX)"
 node_ready=true
 mkdir -p "$NODE_PREFIX"
 if ! cmp -s "$HERE/package-lock.json" "$NODE_PREFIX/package-lock.json" ||
@@ -146,7 +155,7 @@ else
     # The identity provider and upstream tests then fail on their own
     # (missing node, oidc-provider or server-everything is a failure
     # there), and the conformance step below too.
-    fail "could not install Node 22, the conformance suite, oidc-provider and server-everything into $NODE_PREFIX"
+    fail "could not install Node 22, the conformance suite, oidc-provider, server-everything and puppeteer-core into $NODE_PREFIX"
 fi
 
 step "Python SDK (mcp==2.3.0) client tests"
@@ -195,6 +204,49 @@ for prop in ET.parse(sys.argv[1]).getroot().iter("property"):
 EOF
 else
     fail "could not set up $VENV"
+fi
+
+step "the console in a real browser (Chromium, puppeteer-core 25.19.0 on Node 22)"
+CHROMIUM=${SEZZLEE_TEST_CHROMIUM:-/usr/bin/chromium}
+CONSOLE_TAP=target/interop-console.tap
+case ${CI:-} in
+"" | 0 | false) under_ci=false ;;
+*) under_ci=true ;;
+esac
+if ! $node_ready; then
+    # Counted above: Node 22 and puppeteer-core are not installed.
+    echo "interop: no console run: Node 22 and puppeteer-core are not installed (failed above)"
+elif [ ! -x "$CHROMIUM" ]; then
+    if $under_ci; then
+        fail "no Chromium at $CHROMIUM: the console's browser tests cannot run (apt-get install chromium)"
+    else
+        echo "interop: SKIPPED the console's browser tests: no Chromium at $CHROMIUM (apt-get install chromium; CI fails here)"
+    fi
+else
+    echo "$("$CHROMIUM" --version 2>/dev/null)"
+    rm -f "$CONSOLE_TAP"
+    started=$SECONDS
+    # In-process (no --test): one browser and each scenario's gateway are
+    # stopped by the file itself, even when it is interrupted.
+    SEZZLEE_BIN="$BIN" SEZZLEE_TEST_CHROMIUM="$CHROMIUM" CI="${CI:-1}" \
+        SEZZLEE_NODE_MODULES="$ROOT/$NODE_PREFIX/node_modules" \
+        timeout --kill-after=10 600 "$NODE" \
+        --test-reporter=spec --test-reporter-destination=stdout \
+        --test-reporter=tap --test-reporter-destination="$CONSOLE_TAP" \
+        "$HERE/console.test.mjs"
+    console_status=$?
+    echo "console tests: exited $console_status after $((SECONDS - started))s (screenshots in target/console-screenshots/)"
+    # The TAP summary: "# pass N", "# fail N", "# cancelled N" (a test cut
+    # short counts as failed; skipped ones count as neither).
+    read -r p f < <(awk '/^# pass [0-9]+$/ { p = $3 } /^# (fail|cancelled) [0-9]+$/ { f += $3 }
+        END { print p + 0, f + 0 }' "$CONSOLE_TAP" 2>/dev/null || echo "0 0")
+    PASSED=$((PASSED + p))
+    FAILED=$((FAILED + f))
+    if [ "$console_status" -ne 0 ] && [ "$f" -eq 0 ]; then
+        fail "the console tests exited $console_status"
+    elif [ "$console_status" -eq 0 ] && [ "$p" -eq 0 ]; then
+        fail "the console tests ran no test"
+    fi
 fi
 
 step "MCP conformance suite (0.2.0-alpha.12 on Node 22)"

@@ -53,7 +53,13 @@ components:
     oauth:
       type: oauth2
       flows: {clientCredentials: {tokenUrl: "http://127.0.0.1:9/token", scopes: {shop:admin: admin}}}
+    basic: {type: http, scheme: basic}
+    partnerKey: {type: apiKey, in: header, name: x-partner-key}
 paths:
+  /reports:
+    get: {operationId: getReports, summary: Sales reports., security: [{basic: []}], responses: {"200": {description: ok}}}
+  /partners/feed:
+    get: {operationId: partnerFeed, summary: The partners' feed., security: [{partnerKey: []}], responses: {"200": {description: ok}}}
   /orders:
     get: {operationId: listOrders, summary: Lists the shop's orders., tags: [orders], responses: {"200": {description: ok}}}
     post: {operationId: createOrder, summary: Creates an order for a customer., tags: [orders], responses: {"201": {description: created}}}
@@ -552,6 +558,12 @@ async fn as_a_caller_shows_exactly_what_search_tools_shows_that_caller() {
             "basic",
             json!({"authorization": "Basic dXNlcjpwdw=="}),
             vec![("authorization", "Basic dXNlcjpwdw==")],
+        ),
+        // An API key the gateway does not know: only the backend can judge it.
+        (
+            "partner key",
+            json!({"headers": {"x-partner-key": "partner-123"}}),
+            vec![("x-partner-key", "partner-123")],
         ),
     ];
     let mut distinct = std::collections::BTreeSet::new();

@@ -1881,3 +1881,51 @@ async fn a_second_signal_ends_the_drain() {
     let (exit, _) = exited(&mut served, PATIENCE).await;
     assert!(exit.success(), "{exit}");
 }
+
+/// A rescan reads every file, and inotify reports reads as events: woken
+/// by its own reads, the watcher rescanned every debounce, forever, after
+/// the first edit (a large folder's files all hashed again 20 times a
+/// second). One edit is one rescan, then the folder is quiet; the reload
+/// history counts them.
+#[tokio::test]
+async fn the_watcher_is_not_woken_by_the_gateway_reading_its_own_files() {
+    let live = Live::start(&[("orders.yaml", orders_yaml("Lists orders."))], |_| {}).await;
+    let rescans = || live.gw.gateway.reloads.newest_first().len();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        rescans(),
+        1,
+        "only the start: {:?}",
+        live.gw.gateway.reloads.newest_first()
+    );
+    let mut listener = live.listen(json!(1)).await;
+    write(
+        &live.path("orders.yaml"),
+        &orders_yaml("Lists the orders, newest first."),
+    );
+    live.expect_bump(&mut listener, 1).await;
+    // Twenty debounces of quiet: at most the edit's own events again.
+    tokio::time::sleep(DEBOUNCE * 20).await;
+    let history = live.gw.gateway.reloads.newest_first();
+    assert!(
+        history.len() <= 3,
+        "one edit, {} rescans: {:?}",
+        history.len() - 1,
+        history
+            .iter()
+            .map(|r| (r.trigger.as_str(), r.result))
+            .collect::<Vec<_>>()
+    );
+    // Reading the files (as a rescan, a backup or an editor does) wakes
+    // nothing.
+    for _ in 0..5 {
+        let _ = std::fs::read(live.path("orders.yaml")).unwrap();
+    }
+    let before = live.gw.gateway.reloads.newest_first().len();
+    tokio::time::sleep(DEBOUNCE * 10).await;
+    assert_eq!(
+        live.gw.gateway.reloads.newest_first().len(),
+        before,
+        "reads woke the watcher"
+    );
+}

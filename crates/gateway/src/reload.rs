@@ -583,9 +583,27 @@ async fn upstream_loop(reloader: Arc<Reloader>) {
     upstreams.stop_all();
 }
 
+/// Whether a watcher's event may mean a file changed: anything but a file
+/// being opened, read or closed unwritten (inotify reports those too, and
+/// every rescan opens and reads every file: woken by them, the gateway
+/// rescanned every debounce, forever). An error (the kernel's queue
+/// overflowed, events were lost) rescans, to be sure.
+fn changes_files(event: &notify::Result<notify::Event>) -> bool {
+    use notify::EventKind;
+    use notify::event::{AccessKind, AccessMode};
+    match event {
+        Ok(event) => match event.kind {
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+            EventKind::Access(_) => false,
+            _ => true,
+        },
+        Err(_) => true,
+    }
+}
+
 fn watch_events(dir: &std::path::Path, wake: Arc<Notify>) -> Option<notify::RecommendedWatcher> {
     let handler = move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
+        if changes_files(&event) {
             wake.notify_one();
         }
     };

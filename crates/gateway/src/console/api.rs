@@ -359,7 +359,12 @@ pub async fn diff(State(gateway): State<Arc<Gateway>>, Query(query): Query<DiffQ
         .iter()
         .find(|(n, _, _)| *n == name)
         .map(|(_, before, now)| (before.clone(), now.clone()));
-    let unified = similar::TextDiff::from_lines(&definitions.before, &definitions.after)
+    // Lines end with a newline, so the diff does not say the last has none.
+    let (before, after) = (
+        format!("{}\n", definitions.before),
+        format!("{}\n", definitions.after),
+    );
+    let unified = similar::TextDiff::from_lines(&before, &after)
         .unified_diff()
         .context_radius(3)
         .header("before", "after")

@@ -81,6 +81,7 @@ async fn caller_of(
 ) -> Result<(Caller, bool), String> {
     let Some(pasted) = pasted else {
         let mut caller = gateway.auth.caller(own).await;
+        caller.headers = own.clone();
         caller.address = peer.map(|p| p.ip());
         return Ok((caller, false));
     };
@@ -110,7 +111,12 @@ async fn caller_of(
             put(name, value)?;
         }
     }
-    Ok((gateway.auth.caller(&headers).await, true))
+    // As the MCP endpoint makes a caller: the headers too, which schemes
+    // the gateway cannot judge (HTTP basic, unknown API keys, cookies)
+    // read.
+    let mut caller = gateway.auth.caller(&headers).await;
+    caller.headers = headers;
+    Ok((caller, true))
 }
 
 /// Who a caller is, as the console shows it (never the credential).

@@ -320,7 +320,11 @@
     const out = h("div", { "data-test": "search-output" });
     const form = searchForm("search", false, async (body) => {
       out.replaceChildren(h("p", { class: "muted" }, "searching…"));
-      try { out.replaceChildren(...[resultsTable(await api("search", body))].flat()); } catch (err) { out.replaceChildren(h("p", { class: "error" }, err.message)); }
+      try {
+        const result = await api("search", body);
+        setGeneration(result.generation);
+        out.replaceChildren(...[resultsTable(result)].flat(Infinity).filter(Boolean));
+      } catch (err) { out.replaceChildren(h("p", { class: "error" }, err.message)); }
     });
     return [h("h1", {}, "Search playground"), h("p", { class: "muted" }, "The page search_tools gives for this query, to the console's own caller, and why each tool ranked where it did."), form, out];
   }
@@ -340,7 +344,7 @@
           list("Visible", view.visible, view.counts.visible, "caller-visible"),
           list("Visible, authUncertain", view.authUncertain, view.counts.authUncertain, "caller-uncertain"),
           list("Hidden", view.hidden, view.counts.hidden, "caller-hidden"),
-        ].flat());
+        ].flat(Infinity).filter(Boolean));
       } catch (err) { out.replaceChildren(h("p", { class: "error" }, err.message)); }
     });
     return [h("h1", {}, "As a caller"), h("p", { class: "muted" }, "Paste a caller's token or API key: see exactly what it sees, and search as it. The credential is sent once and not kept."), form, out];
@@ -363,7 +367,8 @@
 
   async function diffPage(generation, name) {
     const d = await api("diff?generation=" + encodeURIComponent(generation) + "&name=" + encodeURIComponent(name));
-    const lines = d.diff.split("\n").map((line) => h("div", { class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "" }, line || "\u00a0"));
+    const kind = (line) => line.startsWith("+++") || line.startsWith("---") ? "muted" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "";
+    const lines = d.diff.replace(/\n$/, "").split("\n").map((line) => h("div", { class: kind(line) }, line || "\u00a0"));
     return [h("h1", {}, name), h("p", { class: "muted" }, "generation " + d.generation + " · version ", h("code", {}, d.versionBefore || "?"), " → ", h("code", {}, d.version || "?")),
       h("pre", { class: "diff", "data-test": "diff" }, lines)];
   }
@@ -400,7 +405,7 @@
       h("tr", { "data-test": "backend-row" }, h("td", { class: "mono" }, b.host), Object.entries(b.outcomes).map(([k, v]) => h("td", { class: "num" + (v && k !== "2xx" ? " error" : "") }, v)), h("td", { class: "num" }, fmtMs(b.latency.meanMs))));
     const invoked = t.invoked.slice(0, 50).map((x) => ({ label: x.name.length > 26 ? x.name.slice(0, 25) + "…" : x.name, value: x.calls, cls: x.outcomes.ok === x.calls ? "bar-ok" : "bar-bad" }));
     return [h("h1", {}, "Traffic"), tools,
-      h("h2", {}, "Backends"), t.backends.length ? table(["host", "2xx", "3xx", "4xx", "5xx", "unavailable", "timeout", { label: "mean", num: true }], backends, "backends") : h("p", { class: "muted" }, "no backend called yet"),
+      h("h2", {}, "Backends"), t.backends.length ? table(["host", ...["2xx", "3xx", "4xx", "5xx", "unavailable", "timeout", "mean"].map((label) => ({ label, num: true }))], backends, "backends") : h("p", { class: "muted" }, "no backend called yet"),
       h("h2", {}, "Invoked (by tool up to " + t.perToolUpTo + " tools, else by document)"), invoked.length ? barChart(invoked, "invoked") : h("p", { class: "muted" }, "nothing invoked yet")];
   }
 
@@ -437,5 +442,8 @@
   }
   window.addEventListener("hashchange", () => route(false));
   startListening();
-  route(false);
+  route(false).then(() => {
+    // Pages that draw no generation (the forms, a diff, traffic) still show it.
+    if (state.generation === null) api("overview").then((o) => setGeneration(o.generation)).catch(() => {});
+  });
 })();
