@@ -84,6 +84,25 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// What one of the three tools needs to run for `caller` on `snapshot`
+    /// (the MCP endpoint's calls and the console's searches alike).
+    pub fn tool_context<'a>(
+        &'a self,
+        snapshot: &'a crate::store::Snapshot,
+        caller: &'a crate::visibility::Caller,
+    ) -> crate::tools::Context<'a> {
+        crate::tools::Context {
+            snapshot,
+            caller,
+            budget: self.settings.response_budget,
+            backend: &self.backend,
+            self_url: self.self_url.get().map(String::as_str),
+            metrics: &self.metrics,
+            upstreams: &self.upstreams,
+            limits: &self.limits,
+        }
+    }
+
     /// What the OAuth challenge and metadata need of this gateway.
     pub fn resource(&self) -> crate::auth::resource::Resource<'_> {
         crate::auth::resource::Resource {

@@ -16,7 +16,7 @@
 
 use crate::gateway::Gateway;
 use crate::reply::json_response;
-use crate::tools::{self, Context};
+use crate::tools;
 use crate::visibility::{Caller, View};
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
@@ -119,6 +119,37 @@ async fn caller_of(
     Ok((caller, true))
 }
 
+/// The body of a search or caller request and the caller it asks for
+/// (`always_pasted`: an absent `as` is a caller with no credential, not
+/// the console's own), or the refusal of a body or pasted header that
+/// cannot be one.
+async fn body_and_caller(
+    gateway: &Gateway,
+    extensions: &Extensions,
+    headers: &HeaderMap,
+    body: Result<Json<SearchBody>, JsonRejection>,
+    always_pasted: bool,
+) -> Result<(SearchBody, Caller, bool), Response> {
+    let mut body = match body {
+        Ok(Json(body)) => body,
+        Err(rejection) => return Err(refused(StatusCode::BAD_REQUEST, rejection.body_text())),
+    };
+    if always_pasted && body.as_caller.is_none() {
+        body.as_caller = Some(AsCaller::default());
+    }
+    match caller_of(
+        gateway,
+        headers,
+        peer_of(extensions),
+        body.as_caller.as_ref(),
+    )
+    .await
+    {
+        Ok((caller, pasted)) => Ok((body, caller, pasted)),
+        Err(message) => Err(refused(StatusCode::BAD_REQUEST, message)),
+    }
+}
+
 /// Who a caller is, as the console shows it (never the credential).
 fn describe(caller: &Caller, pasted: bool) -> Value {
     let credentials = &caller.credentials;
@@ -142,21 +173,11 @@ pub async fn search(
     headers: HeaderMap,
     body: Result<Json<SearchBody>, JsonRejection>,
 ) -> Response {
-    let body = match body {
-        Ok(Json(body)) => body,
-        Err(rejection) => return refused(StatusCode::BAD_REQUEST, rejection.body_text()),
-    };
-    let (caller, pasted) = match caller_of(
-        &gateway,
-        &headers,
-        peer_of(&extensions),
-        body.as_caller.as_ref(),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(message) => return refused(StatusCode::BAD_REQUEST, message),
-    };
+    let (body, caller, pasted) =
+        match body_and_caller(&gateway, &extensions, &headers, body, false).await {
+            Ok(found) => found,
+            Err(refusal) => return refusal,
+        };
     let query = body.query.clone().unwrap_or_default();
     let mut arguments = json!({"query": query});
     if let Some(limit) = &body.limit {
@@ -166,16 +187,7 @@ pub async fn search(
         arguments["tags"] = tags.clone();
     }
     let served = gateway.store.current();
-    let context = Context {
-        snapshot: &served,
-        caller: &caller,
-        budget: gateway.settings.response_budget,
-        backend: &gateway.backend,
-        self_url: gateway.self_url.get().map(String::as_str),
-        metrics: &gateway.metrics,
-        upstreams: &gateway.upstreams,
-        limits: &gateway.limits,
-    };
+    let context = gateway.tool_context(&served, &caller);
     let answer = tools::search::run(&context, &arguments);
     let is_error = answer.is_error();
     let text = answer.into_text();
@@ -291,15 +303,9 @@ pub async fn caller(
     headers: HeaderMap,
     body: Result<Json<SearchBody>, JsonRejection>,
 ) -> Response {
-    let body = match body {
-        Ok(Json(body)) => body,
-        Err(rejection) => return refused(StatusCode::BAD_REQUEST, rejection.body_text()),
-    };
-    let pasted = body.as_caller.unwrap_or_default();
-    let (caller, _) = match caller_of(&gateway, &headers, peer_of(&extensions), Some(&pasted)).await
-    {
+    let (_, caller, _) = match body_and_caller(&gateway, &extensions, &headers, body, true).await {
         Ok(found) => found,
-        Err(message) => return refused(StatusCode::BAD_REQUEST, message),
+        Err(refusal) => return refusal,
     };
     let served = gateway.store.current();
     let per_tool = &served.per_tool;

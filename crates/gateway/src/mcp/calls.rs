@@ -56,16 +56,7 @@ pub async fn tools_call(
         }
     };
     let served = gateway.store.current();
-    let context = tools::Context {
-        snapshot: &served,
-        caller: &caller,
-        budget: gateway.settings.response_budget,
-        backend: &gateway.backend,
-        self_url: gateway.self_url.get().map(String::as_str),
-        metrics: &gateway.metrics,
-        upstreams: &gateway.upstreams,
-        limits: &gateway.limits,
-    };
+    let context = gateway.tool_context(&served, &caller);
     let answer = tools::call(&context, tool, arguments).await;
     Ok(call_tool_result(answer))
 }
