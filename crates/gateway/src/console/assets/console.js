@@ -390,7 +390,7 @@
     const barWidth = (width - 20) / (buckets.length + 1);
     const bars = buckets.map((b, i) => [
       svg("rect", { x: 10 + i * barWidth, y: height - 20 - (height - 40) * b.count / max, width: barWidth - 3, height: (height - 40) * b.count / max, class: "bar" }),
-      svg("text", { x: 10 + i * barWidth, y: height - 5 }, b.leMs < 1 ? b.leMs : Math.round(b.leMs)),
+      svg("text", { x: 10 + i * barWidth, y: height - 5 }, Number.isInteger(b.leMs) || b.leMs < 1 ? b.leMs : b.leMs.toFixed(1)),
     ]);
     return svg("svg", { class: "chart", width, height, "data-test": test, role: "img" }, bars, svg("text", { x: width - 120, y: 14 }, "≤ ms · mean " + fmtMs(latency.meanMs)));
   }
