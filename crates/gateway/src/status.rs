@@ -77,45 +77,7 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
         .collect();
     let cache = served.search_cache.figures();
     let runtime = gateway.metrics.runtime_figures();
-    // Whether search ranks by meaning too, with which model (its files'
-    // SHA-256), and what its tool vectors hold.
-    let search_model = served
-        .per_tool
-        .vectors
-        .as_ref()
-        .zip(gateway.embedder.as_ref())
-        .map(|(slot, embedder)| {
-            let vectors = slot.load();
-            let model = vectors.model();
-            let files: serde_json::Map<String, Value> = model
-                .file_digests()
-                .iter()
-                .map(|(file, digest)| (file.clone(), json!(digest)))
-                .collect();
-            let progress = &embedder.progress;
-            let busy = progress.busy_ms.load(Ordering::Relaxed);
-            let embedded_here = progress.embedded.load(Ordering::Relaxed);
-            json!({
-                "kind": model.kind_name(),
-                "sha256": model.digest(),
-                "files": files,
-                "dimensions": model.dimensions(),
-                "tools": vectors.len(),
-                // Tools ranked by meaning now; the rest by keywords until
-                // their vectors arrive.
-                "embedded": vectors.embedded(),
-                "pending": progress.pending.load(Ordering::Relaxed),
-                "embeddedByThisProcess": embedded_here,
-                "textsPerSecond": if busy == 0 { 0.0 } else { embedded_here as f64 * 1000.0 / busy as f64 },
-                "vectorBytes": vectors.heap_bytes(),
-                "cache": embedder.cache.as_ref().map(|cache| json!({
-                    "folder": cache.folder().display().to_string(),
-                    "vectors": cache.len(),
-                    "bytes": cache.bytes(),
-                })),
-            })
-        });
-
+    let search_model = search_model(&gateway, &served);
     let listen = gateway
         .bound
         .get()
@@ -158,6 +120,48 @@ pub async fn status(State(gateway): State<Arc<Gateway>>) -> Response {
             },
         }),
     )
+}
+
+/// Whether search ranks by meaning too, with which model (its files'
+/// SHA-256), and what its tool vectors hold (`/status`' `searchModel`, the
+/// console's Overview); `None` without a model.
+pub(crate) fn search_model(gateway: &Gateway, served: &crate::store::Snapshot) -> Option<Value> {
+    served
+        .per_tool
+        .vectors
+        .as_ref()
+        .zip(gateway.embedder.as_ref())
+        .map(|(slot, embedder)| {
+            let vectors = slot.load();
+            let model = vectors.model();
+            let files: serde_json::Map<String, Value> = model
+                .file_digests()
+                .iter()
+                .map(|(file, digest)| (file.clone(), json!(digest)))
+                .collect();
+            let progress = &embedder.progress;
+            let busy = progress.busy_ms.load(Ordering::Relaxed);
+            let embedded_here = progress.embedded.load(Ordering::Relaxed);
+            json!({
+                "kind": model.kind_name(),
+                "sha256": model.digest(),
+                "files": files,
+                "dimensions": model.dimensions(),
+                "tools": vectors.len(),
+                // Tools ranked by meaning now; the rest by keywords until
+                // their vectors arrive.
+                "embedded": vectors.embedded(),
+                "pending": progress.pending.load(Ordering::Relaxed),
+                "embeddedByThisProcess": embedded_here,
+                "textsPerSecond": if busy == 0 { 0.0 } else { embedded_here as f64 * 1000.0 / busy as f64 },
+                "vectorBytes": vectors.heap_bytes(),
+                "cache": embedder.cache.as_ref().map(|cache| json!({
+                    "folder": cache.folder().display().to_string(),
+                    "vectors": cache.len(),
+                    "bytes": cache.bytes(),
+                })),
+            })
+        })
 }
 
 /// `GET /metrics`: the same figures and the calls, as Prometheus text.

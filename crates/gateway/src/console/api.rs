@@ -17,7 +17,6 @@ use serde_json::{Value, json};
 use sezzlee_catalog::{Severity, Target, Tool};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 /// Tools a document's page lists at most (the count says how many).
 const TOOLS_PER_DOCUMENT: usize = 5_000;
@@ -41,21 +40,7 @@ pub async fn overview(State(gateway): State<Arc<Gateway>>) -> Response {
     let served = gateway.store.current();
     let catalog = &served.catalog;
     let operations: usize = catalog.documents.iter().map(|d| d.operations).sum();
-    let search_model = served
-        .per_tool
-        .vectors
-        .as_ref()
-        .zip(gateway.embedder.as_ref())
-        .map(|(slot, embedder)| {
-            let vectors = slot.load();
-            json!({
-                "kind": vectors.model().kind_name(),
-                "dimensions": vectors.model().dimensions(),
-                "tools": vectors.len(),
-                "embedded": vectors.embedded(),
-                "pending": embedder.progress.pending.load(Ordering::Relaxed),
-            })
-        });
+    let search_model = crate::status::search_model(&gateway, &served);
     let reloads: Vec<Value> = gateway
         .reloads
         .newest_first()
