@@ -7,30 +7,40 @@
 //! lists bounded. The route is `status::changes`.
 //!
 //! The console shows what changed in a tool, not only that its version
-//! did: an entry also keeps the definitions (as `load_tool` gives them,
-//! pretty-printed) before and after of its first changed tools, within
-//! [`DEFINITION_BYTES_PER_ENTRY`], and only the newest
-//! [`ENTRIES_WITH_DEFINITIONS`] entries keep them.
+//! did: an entry also keeps its first changed tools as they were and as
+//! they are (shared, not copied: a tool is one reference count), within
+//! [`DEFINITION_BYTES_PER_ENTRY`] of definition, and only the newest
+//! [`ENTRIES_WITH_DEFINITIONS`] entries keep them. Nothing is written out
+//! on the reload's path; the definitions are written when a diff is asked
+//! for.
 
 use serde_json::{Value, json};
-use sezzlee_catalog::Catalog;
+use sezzlee_catalog::{Catalog, Tool};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 /// Names kept per list of one entry; the counts say how many there were.
 pub const MAX_NAMES_PER_ENTRY: usize = 1_000;
-/// Bytes of definitions (before and after) one entry keeps for diffs.
+/// Characters of definition (before and after) one entry keeps for diffs.
 pub const DEFINITION_BYTES_PER_ENTRY: usize = 256 * 1024;
 /// Entries, newest first, whose definitions are kept.
 pub const ENTRIES_WITH_DEFINITIONS: usize = 20;
 
-/// A changed tool's definition before and after, pretty-printed.
-#[derive(Debug, Clone, PartialEq)]
+/// A changed tool as it was and as it is.
+#[derive(Debug, Clone)]
 pub struct Definitions {
-    pub name: String,
-    pub before: String,
-    pub after: String,
+    pub before: Tool,
+    pub after: Tool,
+}
+
+impl Definitions {
+    /// Both definitions as `load_tool` gives them, pretty-printed.
+    pub fn texts(&self) -> (String, String) {
+        let pretty =
+            |tool: &Tool| serde_json::to_string_pretty(&tool.definition()).unwrap_or_default();
+        (pretty(&self.before), pretty(&self.after))
+    }
 }
 
 /// One generation's changes.
@@ -112,19 +122,12 @@ pub fn diff(before: &Catalog, after: &Catalog, generation: u64) -> Change {
                             .changed
                             .push((b.name.clone(), a.version.clone(), b.version.clone()));
                     }
-                    if definition_bytes < DEFINITION_BYTES_PER_ENTRY {
-                        let pretty = |tool: &sezzlee_catalog::Tool| {
-                            serde_json::to_string_pretty(&tool.definition()).unwrap_or_default()
-                        };
-                        let (before, after) = (pretty(a), pretty(b));
-                        definition_bytes += before.len() + after.len();
-                        if definition_bytes <= DEFINITION_BYTES_PER_ENTRY {
-                            definitions.push(Definitions {
-                                name: b.name.clone(),
-                                before,
-                                after,
-                            });
-                        }
+                    definition_bytes += a.definition_size + b.definition_size;
+                    if definition_bytes <= DEFINITION_BYTES_PER_ENTRY {
+                        definitions.push(Definitions {
+                            before: a.clone(),
+                            after: b.clone(),
+                        });
                     }
                 }
                 i += 1;
@@ -140,13 +143,13 @@ impl Change {
     /// `name`'s definitions before and after, when this entry kept them.
     pub fn definitions_of(&self, name: &str) -> Option<Definitions> {
         let kept = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
-        kept.iter().find(|d| d.name == name).cloned()
+        kept.iter().find(|d| d.after.name == name).cloned()
     }
 
     /// The names whose definitions this entry keeps.
     pub fn names_with_definitions(&self) -> Vec<String> {
         let kept = self.definitions.lock().unwrap_or_else(|p| p.into_inner());
-        kept.iter().map(|d| d.name.clone()).collect()
+        kept.iter().map(|d| d.after.name.clone()).collect()
     }
 
     /// The entry as `/changes` shows it.

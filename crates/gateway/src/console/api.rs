@@ -343,10 +343,8 @@ pub async fn diff(State(gateway): State<Arc<Gateway>>, Query(query): Query<DiffQ
         .find(|(n, _, _)| *n == name)
         .map(|(_, before, now)| (before.clone(), now.clone()));
     // Lines end with a newline, so the diff does not say the last has none.
-    let (before, after) = (
-        format!("{}\n", definitions.before),
-        format!("{}\n", definitions.after),
-    );
+    let (before, after) = definitions.texts();
+    let (before, after) = (format!("{before}\n"), format!("{after}\n"));
     let unified = similar::TextDiff::from_lines(&before, &after)
         .unified_diff()
         .context_radius(3)
