@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -34,6 +33,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from bench_process import cpu_seconds, free_port, rss_kib, wait_ready
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = os.environ.get("SEZZLEE_BIN", str(ROOT / "target" / "release" / "sezzlee"))
@@ -41,21 +41,8 @@ CHROMIUM = os.environ.get("SEZZLEE_TEST_CHROMIUM", "/usr/bin/chromium")
 QUERIES = ["cancel an order", "invoice for an order", "list orders", "add a note", "refund"]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_ready(base):
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{base}/readyz", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"{base} did not become ready")
 
 
 def search(url, query, n):
@@ -93,17 +80,8 @@ def search(url, query, n):
     return elapsed
 
 
-def rss_kib(pid):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
 
 
-def cpu_seconds(pid):
-    """The process's user and system CPU time, in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def phase(url, pid, edit_file, calls, label):
@@ -171,7 +149,7 @@ def main():
     )
     browsers = []
     try:
-        wait_ready(base)
+        wait_ready(base, seconds=120)
         for n in range(args.warmup):
             search(url, QUERIES[n % len(QUERIES)], n)
         closed = phase(url, gateway.pid, edit_file, args.calls, "closed")

@@ -24,19 +24,18 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from bench_process import free_port, wait_ready
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = os.environ.get("SEZZLEE_BIN", str(ROOT / "target" / "release" / "sezzlee"))
@@ -44,21 +43,8 @@ REDIS = os.environ.get("SEZZLEE_TEST_REDIS", "/usr/bin/redis-server")
 KEYS = {"A": "bench-key-a-5d2e", "B": "bench-key-b-9c1f"}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_ready(base):
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{base}/readyz", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"{base} never became ready")
 
 
 def serve(scratch, name, limits):

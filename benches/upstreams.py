@@ -24,7 +24,6 @@ Prints a table and writes target/bench-upstreams.json.
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import anyio
 from mcp import Client
+from bench_process import free_port, rss_kib, wait_http
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = os.environ.get("SEZZLEE_BIN", str(ROOT / "target" / "release" / "sezzlee"))
@@ -42,23 +42,8 @@ SERVER = ROOT / "benches" / "upstream_server.py"
 SDK_SERVER = ROOT / "tests" / "interop" / "servers" / "sdk_server.py"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_http(url, deadline=30.0):
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except urllib.error.HTTPError:
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"{url} did not answer")
 
 
 def status(base):
@@ -77,11 +62,6 @@ def serve(folder, log):
     return base, process
 
 
-def rss_kib(pid):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
 
 
 def children_rss_kib(pid):
