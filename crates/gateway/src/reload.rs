@@ -76,9 +76,6 @@ pub enum Outcome {
 pub struct Reloader {
     gateway: Arc<Gateway>,
     state: tokio::sync::Mutex<State>,
-    /// Refused reloads counted when the last rescan ended: a rescan that
-    /// raised the count refused a file.
-    refusals_seen: std::sync::atomic::AtomicU64,
 }
 
 /// What a rescan hands the next one.
@@ -92,7 +89,6 @@ struct State {
 impl Reloader {
     pub fn new(gateway: Arc<Gateway>, sources: Sources) -> Arc<Reloader> {
         Arc::new(Reloader {
-            refusals_seen: std::sync::atomic::AtomicU64::new(gateway.metrics.reload_failures()),
             gateway,
             state: tokio::sync::Mutex::new(State {
                 sources,
@@ -116,7 +112,7 @@ impl Reloader {
     pub async fn rescan_because(&self, trigger: Trigger) -> Outcome {
         let started_at = SystemTime::now();
         let started = Instant::now();
-        let (outcome, built) = self.rescan_inner().await;
+        let (outcome, built, refused) = self.rescan_inner().await;
         let (result, detail) = match outcome {
             Outcome::Unchanged => ("unchanged", None),
             Outcome::Swapped => ("swapped", Some("files changed, but nothing an agent sees")),
@@ -134,14 +130,7 @@ impl Reloader {
                 ),
             ),
         };
-        // Refused files are counted by the rebuild (`reload_failed`): a
-        // rescan that raised the count refused one.
-        let refused = self.gateway.metrics.reload_failures();
-        let refused_now = refused
-            > self
-                .refusals_seen
-                .swap(refused, std::sync::atomic::Ordering::Relaxed);
-        let detail = if refused_now && outcome != Outcome::Failed {
+        let detail = if refused {
             Some("a changed file was refused (see the diagnostics): its last good version serves")
         } else {
             detail
@@ -159,8 +148,9 @@ impl Reloader {
         outcome
     }
 
-    /// The rescan itself, and what its rebuild (if any) built.
-    async fn rescan_inner(&self) -> (Outcome, Option<BuildReport>) {
+    /// The rescan itself, what its rebuild (if any) built, and whether it
+    /// refused a changed file.
+    async fn rescan_inner(&self) -> (Outcome, Option<BuildReport>, bool) {
         let mut state = self.state.lock().await;
         let previous = state.sources.clone();
         let absences = state.absences.clone();
@@ -170,21 +160,26 @@ impl Reloader {
             rebuild_and_swap(&gateway, previous, absences, started)
         })
         .await;
-        let (next, absences, swapped) = match rebuilt {
+        let Rebuilt {
+            sources: next,
+            absences,
+            swapped,
+            refused,
+        } = match rebuilt {
             Ok(Ok(result)) => result,
             Ok(Err(err)) => {
                 tracing::error!("cannot read the catalogs folder: {err}; the served catalog stays");
                 self.gateway
                     .metrics
                     .reload_failed(ReloadFailure::FolderUnreadable);
-                return (Outcome::Failed, None);
+                return (Outcome::Failed, None, false);
             }
             Err(err) => {
                 tracing::error!("catalog rebuild failed: {err}; the served catalog stays");
                 self.gateway
                     .metrics
                     .reload_failed(ReloadFailure::RebuildFailed);
-                return (Outcome::Failed, None);
+                return (Outcome::Failed, None, false);
             }
         };
         let held = !absences.is_empty();
@@ -197,7 +192,7 @@ impl Reloader {
             } else {
                 Outcome::Unchanged
             };
-            return (outcome, None);
+            return (outcome, None, refused);
         };
         let Swapped {
             generation,
@@ -265,7 +260,7 @@ impl Reloader {
         } else {
             Outcome::Swapped
         };
-        (outcome, Some(report))
+        (outcome, Some(report), refused)
     }
 
     /// When a rescan is due to confirm (or call off) the deletion of a
@@ -401,15 +396,24 @@ struct Steps {
 /// Rescans the folder; when files changed, rebuilds only the documents
 /// whose inputs changed, prepares the new catalog (cards, folded tags,
 /// rules: those of unchanged tools reused) and swaps it in, all off the
-/// async workers. Returns the sources the served catalog is now built
-/// from (those read, or `previous` while a file is held missing), the
-/// files held, and what the swap did.
+/// async workers.
+/// What [`rebuild_and_swap`] did: the sources the served catalog is now
+/// built from (those read, or `previous` while a file is held missing),
+/// the files held, the swap if any, and whether a changed file was
+/// refused (its last good version serves).
+struct Rebuilt {
+    sources: Sources,
+    absences: Absences,
+    swapped: Option<Swapped>,
+    refused: bool,
+}
+
 fn rebuild_and_swap(
     gateway: &Gateway,
     previous: Sources,
     mut absences: Absences,
     started: Instant,
-) -> std::io::Result<(Sources, Absences, Option<Swapped>)> {
+) -> std::io::Result<Rebuilt> {
     let mut next = Sources::scan(&gateway.settings.catalogs, Some(&previous))?;
     let was_holding = !absences.is_empty();
     let grace = gateway.settings.deletion_grace;
@@ -425,7 +429,12 @@ fn rebuild_and_swap(
                  {grace:?} after this one confirms their deletion or finds them again"
             );
         }
-        return Ok((previous, absences, None));
+        return Ok(Rebuilt {
+            sources: previous,
+            absences,
+            swapped: None,
+            refused: false,
+        });
     }
     // Deletions confirmed: published with everything else, but files
     // missed more recently still serve (each is confirmed in its turn:
@@ -437,12 +446,18 @@ fn rebuild_and_swap(
     next.set_listings(gateway.upstreams.listings());
     // Counted here, once: a rescan that held changes publishes nothing and
     // hands `previous` on, so the next one finds the same files changed.
-    if refuses_a_change(&previous, &next) {
+    let refused = refuses_a_change(&previous, &next);
+    if refused {
         gateway.metrics.reload_failed(ReloadFailure::FileRefused);
     }
     let scan = started.elapsed();
     if same_files(&previous, &next) && previous.same_listings(&next) {
-        return Ok((next, absences, None));
+        return Ok(Rebuilt {
+            sources: next,
+            absences,
+            swapped: None,
+            refused,
+        });
     }
     // Only the reloader swaps, one rescan at a time: this is still the
     // snapshot the swap replaces.
@@ -488,7 +503,12 @@ fn rebuild_and_swap(
         replaced,
         released,
     };
-    Ok((next, absences, Some(swapped)))
+    Ok(Rebuilt {
+        sources: next,
+        absences,
+        swapped: Some(swapped),
+        refused,
+    })
 }
 
 /// Logs the diagnostics of the new catalog that the one it replaced did not
