@@ -13,6 +13,7 @@
 use crate::auth::resource;
 use crate::gateway::Gateway;
 use crate::reply::json_response;
+use crate::visibility::Caller;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -63,21 +64,36 @@ pub async fn network_gate(
     secure(response)
 }
 
+/// The console's own caller, as [`api_gate`] judged it from the request
+/// (credentials, headers, peer address), for the routes behind it: a
+/// token is verified once per request.
+#[derive(Clone)]
+pub struct ConsoleCaller(pub Caller);
+
 /// With `[auth]`, lets through only a credential with the console or the
-/// admin scope; without, everyone the network gate let through.
+/// admin scope; without, everyone the network gate let through. The
+/// caller goes on to the route as a [`ConsoleCaller`].
 pub async fn api_gate(
     State(gateway): State<Arc<Gateway>>,
     headers: HeaderMap,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    let caller = gateway.auth.caller(&headers).await;
+    let mut caller = gateway.auth.caller(&headers).await;
     let scope = &gateway.settings.console.scope;
     match gateway
         .auth
         .scoped_access(&caller, &headers, Some(scope.as_str()))
     {
-        Ok(()) => next.run(request).await,
+        Ok(()) => {
+            caller.address = request
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|ConnectInfo(peer)| peer.ip());
+            caller.headers = headers;
+            request.extensions_mut().insert(ConsoleCaller(caller));
+            next.run(request).await
+        }
         Err(refusal) => resource::scoped_refusal(&gateway.resource(), &headers, refusal, scope),
     }
 }

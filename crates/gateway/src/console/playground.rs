@@ -14,19 +14,19 @@
 //! (`Authenticator::caller`); it lives for the request and is never
 //! logged or kept.
 
+use super::access::ConsoleCaller;
 use crate::gateway::Gateway;
 use crate::reply::json_response;
 use crate::tools;
 use crate::visibility::{Caller, View};
 use axum::Json;
+use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{ConnectInfo, State};
 use axum::http::{Extensions, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{Value, json};
 use sezzlee_search::query_keywords;
 use sezzlee_semantic as semantic;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// How deep the keyword and meaning rankings are read to place a result.
@@ -60,30 +60,32 @@ pub struct SearchBody {
     as_caller: Option<AsCaller>,
 }
 
-/// The peer's address, as the server gives it to the router.
-fn peer_of(extensions: &Extensions) -> Option<SocketAddr> {
-    extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(peer)| *peer)
-}
-
 fn refused(status: StatusCode, message: String) -> Response {
     json_response(status, &json!({"error": "bad_request", "message": message}))
 }
 
+/// The console's own caller, as its gate judged it.
+fn own_caller(extensions: &Extensions) -> Caller {
+    extensions
+        .get::<ConsoleCaller>()
+        .map(|ConsoleCaller(caller)| caller.clone())
+        // Every route here is behind the gate; without it, the caller
+        // with no credential (who sees the least).
+        .unwrap_or_else(|| Caller {
+            rules_apply: true,
+            ..Caller::default()
+        })
+}
+
 /// The caller a body asks for: the pasted credential's, else the console's
-/// own request's. `Err` when the pasted headers cannot be headers.
+/// own. `Err` when the pasted headers cannot be headers.
 async fn caller_of(
     gateway: &Gateway,
-    own: &HeaderMap,
-    peer: Option<SocketAddr>,
+    extensions: &Extensions,
     pasted: Option<&AsCaller>,
 ) -> Result<(Caller, bool), String> {
     let Some(pasted) = pasted else {
-        let mut caller = gateway.auth.caller(own).await;
-        caller.headers = own.clone();
-        caller.address = peer.map(|p| p.ip());
-        return Ok((caller, false));
+        return Ok((own_caller(extensions), false));
     };
     if pasted.headers.len() > MAX_PASTED_HEADERS {
         return Err(format!(
@@ -126,7 +128,6 @@ async fn caller_of(
 async fn body_and_caller(
     gateway: &Gateway,
     extensions: &Extensions,
-    headers: &HeaderMap,
     body: Result<Json<SearchBody>, JsonRejection>,
     always_pasted: bool,
 ) -> Result<(SearchBody, Caller, bool), Response> {
@@ -137,14 +138,7 @@ async fn body_and_caller(
     if always_pasted && body.as_caller.is_none() {
         body.as_caller = Some(AsCaller::default());
     }
-    match caller_of(
-        gateway,
-        headers,
-        peer_of(extensions),
-        body.as_caller.as_ref(),
-    )
-    .await
-    {
+    match caller_of(gateway, extensions, body.as_caller.as_ref()).await {
         Ok((caller, pasted)) => Ok((body, caller, pasted)),
         Err(message) => Err(refused(StatusCode::BAD_REQUEST, message)),
     }
@@ -170,14 +164,12 @@ fn describe(caller: &Caller, pasted: bool) -> Value {
 pub async fn search(
     State(gateway): State<Arc<Gateway>>,
     extensions: Extensions,
-    headers: HeaderMap,
     body: Result<Json<SearchBody>, JsonRejection>,
 ) -> Response {
-    let (body, caller, pasted) =
-        match body_and_caller(&gateway, &extensions, &headers, body, false).await {
-            Ok(found) => found,
-            Err(refusal) => return refusal,
-        };
+    let (body, caller, pasted) = match body_and_caller(&gateway, &extensions, body, false).await {
+        Ok(found) => found,
+        Err(refusal) => return refusal,
+    };
     let query = body.query.clone().unwrap_or_default();
     let mut arguments = json!({"query": query});
     if let Some(limit) = &body.limit {
@@ -300,10 +292,9 @@ fn explain(served: &crate::store::Snapshot, query: &str, names: &[&str]) -> Expl
 pub async fn caller(
     State(gateway): State<Arc<Gateway>>,
     extensions: Extensions,
-    headers: HeaderMap,
     body: Result<Json<SearchBody>, JsonRejection>,
 ) -> Response {
-    let (_, caller, _) = match body_and_caller(&gateway, &extensions, &headers, body, true).await {
+    let (_, caller, _) = match body_and_caller(&gateway, &extensions, body, true).await {
         Ok(found) => found,
         Err(refusal) => return refusal,
     };
@@ -347,7 +338,6 @@ pub async fn caller(
 pub async fn listen(
     State(gateway): State<Arc<Gateway>>,
     extensions: Extensions,
-    headers: HeaderMap,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Response {
     let request = match body {
@@ -360,8 +350,7 @@ pub async fn listen(
             "this route takes a subscriptions/listen request".to_string(),
         );
     }
-    let mut caller = gateway.auth.caller(&headers).await;
-    caller.address = peer_of(&extensions).map(|p| p.ip());
+    let caller = own_caller(&extensions);
     let id = request.get("id").cloned().unwrap_or(Value::Null);
     let params = request.get("params").cloned().unwrap_or(Value::Null);
     match crate::mcp::listen::open(&gateway, id.clone(), &params, &caller) {
