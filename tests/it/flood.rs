@@ -535,25 +535,22 @@ fn a_connection_flood_and_slow_listen_readers_leave_other_callers_served() {
 /// `examples/soak.rs`, judges leaks by these figures): 24 keep-alive
 /// connections add at least 24 alive tasks, and closing them gives the
 /// tasks back.
+///
+/// Every reading goes over one raw keep-alive connection of its own, open
+/// throughout: an HTTP client in the test's runtime (which is counted too)
+/// would start and end pool tasks between two readings (hyper's client
+/// hands a connection back to its pool on a task of its own), and a
+/// connection per reading would end its server task some time after its
+/// answer. Either made the count drift by one on a loaded machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_counts_a_task_per_connection_on_every_serving_thread() {
     const OPEN: usize = 24;
     let gw = TestGateway::start(&shipped_catalogs(), |s| s.serve_threads = 2).await;
-    let runtime = |status: &Value| {
-        let figures = &status["runtime"];
-        (
-            figures["runtimes"].as_u64().unwrap(),
-            figures["aliveTasks"].as_u64().unwrap(),
-        )
-    };
-    // The test's runtime is counted too: its HTTP client's connection and
-    // pool tasks start with the first request, so the count is taken at
-    // the second.
-    gw.status().await;
-    let (runtimes, before) = runtime(&gw.status().await);
+    let server: SocketAddr = gw.base.trim_start_matches("http://").parse().unwrap();
+    let mut probe = TcpStream::connect(server).await.unwrap();
+    let (runtimes, before) = runtime_figures(&mut probe).await;
     assert_eq!(runtimes, 3, "the test's runtime and 2 serving threads");
 
-    let server: SocketAddr = gw.base.trim_start_matches("http://").parse().unwrap();
     let mut open = Vec::new();
     for _ in 0..OPEN {
         let mut stream = TcpStream::connect(server).await.unwrap();
@@ -565,7 +562,7 @@ async fn status_counts_a_task_per_connection_on_every_serving_thread() {
         assert_eq!(status, 200);
         open.push(stream);
     }
-    let (_, during) = runtime(&gw.status().await);
+    let (_, during) = runtime_figures(&mut probe).await;
     assert!(
         during >= before + OPEN as u64,
         "{OPEN} connections open: {before} → {during} alive tasks"
@@ -574,7 +571,7 @@ async fn status_counts_a_task_per_connection_on_every_serving_thread() {
     drop(open);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (_, after) = runtime(&gw.status().await);
+        let (_, after) = runtime_figures(&mut probe).await;
         if after <= before {
             break;
         }
@@ -584,6 +581,46 @@ async fn status_counts_a_task_per_connection_on_every_serving_thread() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// `/status`'s runtimes and alive tasks, asked on `probe`, a keep-alive
+/// connection that stays open for the next reading.
+async fn runtime_figures(probe: &mut TcpStream) -> (u64, u64) {
+    probe
+        .write_all(b"GET /status HTTP/1.1\r\nhost: gateway\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let text = String::from_utf8_lossy(&buffer).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end].lines().find_map(|line| {
+                let line = line.to_ascii_lowercase();
+                line.strip_prefix("content-length:")?
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+            });
+            let length = length.expect("/status answers with a content length");
+            if buffer.len() >= end + 4 + length {
+                assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+                break buffer[end + 4..end + 4 + length].to_vec();
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, probe.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => buffer.extend_from_slice(&chunk[..n]),
+            other => panic!("/status not answered: {other:?} after {text:?}"),
+        }
+    };
+    let status: Value = serde_json::from_slice(&body).unwrap();
+    let figures = &status["runtime"];
+    (
+        figures["runtimes"].as_u64().unwrap(),
+        figures["aliveTasks"].as_u64().unwrap(),
+    )
 }
 
 /// `max_connections` (README "Settings"): at the cap the gateway accepts
