@@ -175,20 +175,7 @@ mod tests {
     /// API (so naming the tool's API ranks by it).
     fn words_of(description: &str, route: &str, api: &str) -> (SearchIndex, ToolWords) {
         let tags = vec!["Orders".to_string()];
-        let tool = SearchFields {
-            name: "ignored",
-            description,
-            search_terms: &[],
-            route,
-            api,
-            argument_names: vec!["orderId"],
-            tags: &tags,
-            document: "shop.yaml",
-            words: None,
-        };
-        let words = analyse_document(&[tool]).remove(0);
-        let names: Vec<String> = (0..20).map(|i| format!("pet_{i:02}")).collect();
-        let mut all = vec![SearchFields {
+        let tool = || SearchFields {
             name: "a_tool",
             description,
             search_terms: &[],
@@ -198,7 +185,10 @@ mod tests {
             tags: &tags,
             document: "shop.yaml",
             words: None,
-        }];
+        };
+        let words = analyse_document(&[tool()]).remove(0);
+        let names: Vec<String> = (0..20).map(|i| format!("pet_{i:02}")).collect();
+        let mut all = vec![tool()];
         all.extend(names.iter().map(|name| SearchFields {
             name,
             description: "A pet.",
